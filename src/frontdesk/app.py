@@ -1,0 +1,88 @@
+"""The HTTP application: routes from the channel registry, errors mapped in one place."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from frontdesk import __version__
+from frontdesk.errors import AuthError, ConflictError, FrontdeskError, NotFoundError, PayloadError
+from frontdesk.ingestion.channels import CHANNELS
+from frontdesk.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if run_workers and runtime.settings.workers > 0:
+            runtime.runner.start()
+        try:
+            yield
+        finally:
+            await runtime.runner.stop()
+
+    app = FastAPI(title="frontdesk", version=__version__, lifespan=lifespan)
+    app.state.runtime = runtime
+    for channel in CHANNELS.values():
+        if channel.router is not None:
+            app.include_router(channel.router(runtime.channel_deps))
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    _install_error_handlers(app)
+    return app
+
+
+def error_body(code: str, message: str, details: object = None) -> dict[str, object]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def _status_for(exc: FrontdeskError) -> int:
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, PayloadError):
+        return 400 if exc.malformed else 422
+    if isinstance(exc, AuthError):
+        return 401
+    if isinstance(exc, NotFoundError):
+        return 404
+    return 500
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(FrontdeskError)
+    async def frontdesk_error(_request: Request, exc: FrontdeskError) -> JSONResponse:
+        status = _status_for(exc)
+        if status == 500:
+            log.error("internal error: %s", exc)
+            return JSONResponse(error_body("internal", "internal error"), status_code=500)
+        return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = [
+            {"field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")), "problem": e.get("msg")}
+            for e in exc.errors()
+        ]
+        message = "invalid request: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details)
+        return JSONResponse(error_body("payload_invalid", message, details), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return JSONResponse(error_body("internal", "internal error"), status_code=500)

@@ -1,0 +1,162 @@
+"""The ``frontdesk`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import sys
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from frontdesk.demo import seed_demo
+from frontdesk.errors import ConfigError
+from frontdesk.output.transcript import read_transcript
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.migrate import current_revision, upgrade
+from frontdesk.runtime import Runtime
+from frontdesk.settings import Settings
+
+app = typer.Typer(help="frontdesk: a trustworthy LLM agent on your customer channels.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+HostOption = Annotated[str | None, typer.Option(help="bind address (default: FRONTDESK_HOST)")]
+PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_PORT)")]
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]  # validated by pydantic
+    except Exception as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration to FRONTDESK_DATABASE_URL."""
+
+    async def run() -> str | None:
+        db = Database.from_url(_settings().database_url)
+        try:
+            await upgrade(db)
+            return await current_revision(db)
+        finally:
+            await db.dispose()
+
+    typer.echo(f"database at revision {asyncio.run(run())}")
+
+
+@app.command()
+def demo(host: HostOption = None, port: PortOption = None) -> None:
+    """Create/migrate the local database, seed a demo business and serve its web chat."""
+    settings = _settings(host=host, port=port)
+
+    async def run() -> None:
+        runtime = Runtime.build(settings)
+        await upgrade(runtime.db)
+        accounts = await seed_demo(runtime.db, runtime.clock)
+        base = settings.public_url or f"http://{settings.host}:{settings.port}"
+        typer.echo(f"\n  frontdesk demo — {runtime.model_label}")
+        typer.echo(f"  Chat with the demo business: {base}/webchat/{accounts.webchat_id}\n")
+        await _serve(runtime, settings)
+
+    asyncio.run(run())
+
+
+@app.command()
+def serve(host: HostOption = None, port: PortOption = None) -> None:
+    """Run the HTTP server and in-process workers from settings (migrate first with `db upgrade`)."""
+    settings = _settings(host=host, port=port)
+
+    async def run() -> None:
+        runtime = Runtime.build(settings)
+        if await current_revision(runtime.db) is None:
+            await runtime.db.dispose()
+            raise ConfigError("the database has no schema: run `frontdesk db upgrade` first")
+        await _serve(runtime, settings)
+
+    asyncio.run(run())
+
+
+async def _serve(runtime: Runtime, settings: Settings) -> None:
+    from frontdesk.app import create_app
+
+    config = uvicorn.Config(create_app(runtime), host=settings.host, port=settings.port, log_level="info")
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await runtime.db.dispose()
+
+
+@app.command()
+def chat() -> None:
+    """Talk to the demo business from this terminal (same store and pipeline as the web chat)."""
+    settings = _settings()
+
+    async def run() -> None:
+        runtime = Runtime.build(settings)
+        await upgrade(runtime.db)
+        accounts = await seed_demo(runtime.db, runtime.clock)
+        runtime.runner.start()
+        session = f"term-{secrets.token_hex(4)}"
+        typer.echo(f"frontdesk chat — {runtime.model_label}. Ctrl-D to quit.")
+        try:
+            await _chat_loop(runtime, accounts.terminal_id, session)
+        finally:
+            await runtime.close()
+
+    asyncio.run(run())
+
+
+async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
+    from frontdesk.ingestion.events import InboundMessage
+
+    shown = 0
+    counter = 0
+    while True:
+        line = await asyncio.to_thread(_read_line)
+        if line is None:
+            return
+        if not line.strip():
+            continue
+        counter += 1
+        result = await runtime.ingestor.ingest(
+            InboundMessage(
+                channel_account_id=account_id,
+                contact_external_id=session,
+                channel_message_id=f"{session}:{counter}",
+                text=line.strip()[: runtime.settings.webchat_max_text_chars],
+            )
+        )
+        conversation_id = result.conversation_id
+        deadline = asyncio.get_running_loop().time() + runtime.settings.quiet_window_cap_s + runtime.settings.model_timeout_s
+        while asyncio.get_running_loop().time() < deadline:
+            ticket = runtime.signals.ticket(conversation_id)
+            replies = await read_transcript(runtime.db, conversation_id, after_id=max(shown, result.message_id), roles=("assistant",))
+            if replies:
+                for entry in replies:
+                    for block in entry.blocks:
+                        text = block.text if block.type == "text" else f"[images] {' '.join(map(str, block.urls))} {block.caption or ''}"
+                        typer.echo(f"agent> {text}")
+                    shown = entry.id
+                break
+            await runtime.signals.wait(ticket, 0.5)
+
+
+def _read_line() -> str | None:
+    try:
+        return input("you> ")
+    except EOFError:
+        return None
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except ConfigError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        sys.exit(2)

@@ -1,0 +1,69 @@
+"""The typed error tree. HTTP responses are made from these in one place (``app.py``).
+
+    FrontdeskError
+    ├── ConfigError            our fault: a bad setting, an unknown model string
+    ├── PayloadError           the sender's fault: malformed or invalid input        → 400 / 422
+    │   └── ConflictError      an idempotency key reused with different content      → 409
+    ├── AuthError              the sender is not who they claim to be                → 401
+    ├── NotFoundError          an id in the URL names nothing we know                → 404
+    ├── ModelAPIError          a model vendor failed (status, retry_after)
+    └── ChannelAPIError        a messaging platform failed (status, retry_after)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FrontdeskError(Exception):
+    """Base of every error frontdesk raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class ConfigError(FrontdeskError):
+    code = "config_invalid"
+
+
+class PayloadError(FrontdeskError):
+    """Input from outside failed validation. ``malformed`` means it was not even parseable."""
+
+    code = "payload_invalid"
+
+    def __init__(self, message: str, *, details: Any = None, malformed: bool = False) -> None:
+        super().__init__(message, details=details)
+        self.malformed = malformed
+        if malformed:
+            self.code = "payload_malformed"
+
+
+class ConflictError(PayloadError):
+    code = "idempotency_conflict"
+
+
+class AuthError(FrontdeskError):
+    code = "unauthorized"
+
+
+class NotFoundError(FrontdeskError):
+    code = "not_found"
+
+
+class _VendorError(FrontdeskError):
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ModelAPIError(_VendorError):
+    code = "model_api_error"
+
+
+class ChannelAPIError(_VendorError):
+    code = "channel_api_error"

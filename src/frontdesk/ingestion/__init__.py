@@ -1,0 +1,1 @@
+"""Ingestion: channel adapters, our inbound event types, ingest, and the turn assembler."""

@@ -1,0 +1,315 @@
+"""The turn assembler (invariant 5): one agent run per burst, one more per mid-turn arrival.
+
+``process(conversation_id)`` is the ``process_conversation`` job. It takes the conversation's
+lease (losers return at once and leave their rows for the winner), waits for a quiet window,
+holds for pending media (bounded), runs one turn over every unprocessed customer message,
+commits the reply under the lease fence, delivers it, and drains: rows that arrived mid-turn
+get another pass. After releasing the lease it looks once more, so a message whose job lost
+the race in the instant before release is not stranded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import and_, exists, literal, or_, select, update
+
+from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, conversation_job_key
+from frontdesk.ingestion.lease import ConversationLease
+from frontdesk.output.blocks import blocks_adapter
+from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.jobs import QUEUED, RUNNING, JobQueue
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Tenant, TurnTrace
+from frontdesk.reasoning.agent import Agent
+from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
+from frontdesk.reasoning.turn import Turn, TurnMessage
+from frontdesk.output.blocks import text_blocks
+
+log = logging.getLogger(__name__)
+
+HISTORY_MESSAGES = 20
+
+
+@dataclass(frozen=True)
+class AssemblerTiming:
+    quiet_window_s: float = 1.5
+    quiet_window_cap_s: float = 10.0
+    media_ready_timeout_s: float = 20.0
+    media_poll_s: float = 0.2
+
+
+class LeaseLost(Exception):
+    """Our lease was taken over while we worked; the new holder answers instead."""
+
+
+@dataclass(frozen=True)
+class _Thread:
+    conversation: Conversation
+    tenant_name: str
+    target: DeliveryTarget
+
+
+class TurnAssembler:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        lease: ConversationLease,
+        agent: Agent,
+        deliverer: Deliverer,
+        timing: AssemblerTiming,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._lease = lease
+        self._agent = agent
+        self._deliverer = deliverer
+        self._timing = timing
+
+    async def process(self, conversation_id: str, owner: str) -> int:
+        """Run every turn this conversation needs now. Returns how many turns ran here."""
+        turns = 0
+        while True:
+            if not await self._lease.acquire(conversation_id, owner):
+                return turns
+            try:
+                async with self._lease.kept_alive(conversation_id, owner):
+                    while (collected := await self._collect(conversation_id)) is not None:
+                        thread, batch, waits = collected
+                        await self._run_turn(thread, batch, waits, owner)
+                        turns += 1
+            except LeaseLost:
+                log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
+                return turns
+            finally:
+                await self._lease.release(conversation_id, owner)
+            if not await self._unprocessed(conversation_id):
+                return turns
+
+    # -- collecting a batch
+
+    async def _collect(self, conversation_id: str) -> tuple[_Thread, list[Message], dict[str, float]] | None:
+        thread = await self._thread(conversation_id)
+        if thread is None:
+            return None
+        if not thread.conversation.ai_enabled:
+            await self._mark_seen_without_reply(conversation_id)
+            return None
+        started = time.monotonic()
+        while True:
+            rows = await self._unprocessed(conversation_id)
+            if not rows:
+                return None
+            silent_s = (self._clock.now() - rows[-1].created_at).total_seconds()
+            waited_s = time.monotonic() - started
+            if silent_s >= self._timing.quiet_window_s or waited_s >= self._timing.quiet_window_cap_s:
+                break
+            await asyncio.sleep(
+                min(self._timing.quiet_window_s - silent_s, self._timing.quiet_window_cap_s - waited_s)
+            )
+        quiet_ms = (time.monotonic() - started) * 1000
+        gate_started = time.monotonic()
+        while any(r.status == "pending" for r in rows):
+            if time.monotonic() - gate_started >= self._timing.media_ready_timeout_s:
+                break  # ship with the placeholder text rather than never answering
+            await asyncio.sleep(self._timing.media_poll_s)
+            rows = await self._unprocessed(conversation_id)
+        waits = {"quiet_window_ms": round(quiet_ms, 2), "readiness_ms": round((time.monotonic() - gate_started) * 1000, 2)}
+        return thread, rows, waits
+
+    async def _thread(self, conversation_id: str) -> _Thread | None:
+        async with self._db.transaction() as session:
+            row = (
+                await session.execute(
+                    select(Conversation, ChannelAccount, Contact, Tenant.name)
+                    .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
+                    .join(Contact, Contact.id == Conversation.contact_id)
+                    .join(Tenant, Tenant.id == Conversation.tenant_id)
+                    .where(Conversation.id == conversation_id)
+                )
+            ).first()
+        if row is None:
+            return None
+        conversation, account, contact, tenant_name = row
+        target = DeliveryTarget(
+            channel=account.channel,
+            channel_account_id=account.id,
+            conversation_id=conversation.id,
+            contact_external_id=contact.external_id,
+            message_id=0,
+            account_config=account.config,
+        )
+        return _Thread(conversation, tenant_name, target)
+
+    async def _unprocessed(self, conversation_id: str) -> list[Message]:
+        async with self._db.transaction() as session:
+            rows = await session.scalars(
+                select(Message)
+                .where(
+                    Message.conversation_id == conversation_id,
+                    Message.role == "user",
+                    Message.processed_at.is_(None),
+                )
+                .order_by(Message.id)
+            )
+            return list(rows)
+
+    async def _mark_seen_without_reply(self, conversation_id: str) -> None:
+        """A human has this thread: customer rows are consumed without an agent turn."""
+        async with self._db.transaction() as session:
+            await session.execute(
+                update(Message)
+                .where(
+                    Message.conversation_id == conversation_id,
+                    Message.role == "user",
+                    Message.processed_at.is_(None),
+                )
+                .values(processed_at=self._clock.now())
+            )
+
+    async def _history(self, conversation_id: str, before_id: int) -> tuple[TurnMessage, ...]:
+        async with self._db.transaction() as session:
+            rows = list(
+                await session.scalars(
+                    select(Message)
+                    .where(
+                        Message.conversation_id == conversation_id,
+                        Message.id < before_id,
+                        Message.processed_at.is_not(None),
+                    )
+                    .order_by(Message.id.desc())
+                    .limit(HISTORY_MESSAGES)
+                )
+            )
+        return tuple(_turn_message(m) for m in reversed(rows))
+
+    # -- running a turn
+
+    async def _run_turn(self, thread: _Thread, batch: list[Message], waits: dict[str, float], owner: str) -> None:
+        conversation = thread.conversation
+        started_at = self._clock.now()
+        t0 = time.monotonic()
+        turn = Turn(
+            tenant_id=conversation.tenant_id,
+            business_name=thread.tenant_name,
+            conversation_id=conversation.id,
+            batch=tuple(_turn_message(m) for m in batch),
+            history=await self._history(conversation.id, batch[0].id),
+        )
+        model_name: str | None = None
+        try:
+            model_name = self._agent.model_name
+            result = await self._agent.generate(turn)
+        except Exception as exc:  # the customer still gets a holding reply; the trace says why
+            log.exception("turn for %s failed", conversation.id)
+            result = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
+        generation_ms = (time.monotonic() - t0) * 1000
+
+        t1 = time.monotonic()
+        async with self._db.transaction() as session:
+            fenced = await session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation.id, Conversation.lock_owner == owner)
+                .values(version=Conversation.version + 1, updated_at=self._clock.now())
+            )
+            if not fenced.rowcount:  # type: ignore[attr-defined]  # CursorResult at runtime
+                raise LeaseLost(conversation.id)
+            trace = TurnTrace(
+                conversation_id=conversation.id,
+                worker=owner,
+                started_at=started_at,
+                batch_size=len(batch),
+                batch_span_ms=turn.batch_span_ms,
+                model=model_name,
+                steps=result.steps,
+                tool_calls=result.tool_calls,
+                usage=result.usage,
+                latency_ms={},
+                outcome=result.outcome.value,
+                detail=result.detail,
+            )
+            session.add(trace)
+            await session.flush()
+            await session.execute(
+                update(Message)
+                .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))
+                .values(processed_at=self._clock.now(), turn_id=trace.id)
+            )
+            staged = await stage_reply(
+                session, thread.target, result.blocks, turn_id=trace.id, origin="agent", clock=self._clock
+            )
+        commit_ms = (time.monotonic() - t1) * 1000
+
+        t2 = time.monotonic()
+        status = await self._deliverer.deliver(staged)
+        delivery_ms = (time.monotonic() - t2) * 1000
+        async with self._db.transaction() as session:
+            stored = await session.get(TurnTrace, trace.id)
+            if stored is not None:
+                stored.finished_at = self._clock.now()
+                stored.latency_ms = {
+                    **waits,
+                    "generation_ms": round(generation_ms, 2),
+                    "commit_ms": round(commit_ms, 2),
+                    "delivery_ms": round(delivery_ms, 2),
+                    "total_ms": round((time.monotonic() - t0) * 1000 + waits["quiet_window_ms"] + waits["readiness_ms"], 2),
+                    "delivery_status": status,
+                }
+
+    # -- crash recovery
+
+    async def requeue_orphans(self, queue: JobQueue) -> int:
+        """Sweeper: conversations with unanswered rows, no live lease and no pending job get one."""
+        now = self._clock.now()
+        job_key = literal("conversation:") + Conversation.id
+        async with self._db.transaction() as session:
+            orphans = list(
+                await session.scalars(
+                    select(Conversation.id).where(
+                        exists().where(
+                            Message.conversation_id == Conversation.id,
+                            Message.role == "user",
+                            Message.processed_at.is_(None),
+                        ),
+                        or_(Conversation.lock_owner.is_(None), Conversation.lock_until < now),
+                        ~exists().where(and_(Job.key == job_key, Job.status.in_([QUEUED, RUNNING]))),
+                    )
+                )
+            )
+            for conversation_id in orphans:
+                await queue.enqueue(
+                    session,
+                    PROCESS_CONVERSATION,
+                    {"conversation_id": conversation_id},
+                    key=conversation_job_key(conversation_id),
+                    coalesce=True,
+                )
+        return len(orphans)
+
+
+def _turn_message(message: Message) -> TurnMessage:
+    return TurnMessage(
+        id=message.id,
+        role=message.role,
+        content_type=message.content_type,
+        text=message_text(message),
+        created_at=message.created_at,
+    )
+
+
+def message_text(message: Message) -> str:
+    """What the model reads for a stored message (assistant rows keep blocks as JSON)."""
+    if message.content_type != "blocks":
+        return message.content
+    parts: list[str] = []
+    for block in blocks_adapter.validate_json(message.content):
+        if block.type == "text":
+            parts.append(block.text)
+        else:
+            parts.append(f"[{len(block.urls)} image(s)" + (f": {block.caption}]" if block.caption else "]"))
+    return "\n\n".join(parts)

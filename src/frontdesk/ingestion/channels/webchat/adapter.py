@@ -1,0 +1,170 @@
+"""Web chat adapter: a small JSON API and a chat page, no JS build step.
+
+The channel account id in the URL binds the tenant (a web chat widget is public by nature; the
+id is unguessable). The client's ``id`` is the idempotency key, scoped to its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import time
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from frontdesk.errors import ConflictError, PayloadError
+from frontdesk.ingestion.channels._deps import ChannelDeps
+from frontdesk.ingestion.events import InboundMessage
+from frontdesk.output.transcript import latest_message_id, read_transcript
+
+CHANNEL = "webchat"
+TOKEN_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+STREAM_POLL_S = 1.0
+STREAM_KEEPALIVE_S = 15.0
+
+Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
+
+
+class WebchatInbound(BaseModel):
+    """``POST /v1/webchat/{channel_account_id}/messages`` body."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    session: str = Field(pattern=TOKEN_PATTERN)
+    id: str = Field(pattern=TOKEN_PATTERN)
+    text: str = Field(min_length=1)
+
+
+def parse_inbound(raw: bytes, max_text_chars: int) -> WebchatInbound:
+    try:
+        body = WebchatInbound.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        if any(e["type"] in ("json_invalid", "json_type") for e in errors):
+            raise PayloadError("the body must be a JSON object", malformed=True) from exc
+        details = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in errors]
+        raise PayloadError("invalid message: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details), details=details) from exc
+    if len(body.text) > max_text_chars:
+        raise PayloadError(
+            f"text is {len(body.text)} characters; the limit is {max_text_chars}",
+            details=[{"field": "text", "problem": f"longer than {max_text_chars} characters"}],
+        )
+    return body
+
+
+def build_router(deps: ChannelDeps) -> APIRouter:
+    router = APIRouter(tags=["webchat"])
+
+    @router.post(
+        "/v1/webchat/{channel_account_id}/messages",
+        status_code=202,
+        responses={200: {"description": "duplicate id: the earlier message"}, 400: {}, 404: {}, 409: {}, 422: {}},
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": WebchatInbound.model_json_schema()}}}},
+    )
+    async def post_message(channel_account_id: str, request: Request) -> JSONResponse:
+        body = parse_inbound(await request.body(), deps.max_text_chars)
+        await deps.ingestor.channel_account(channel_account_id, CHANNEL)
+        result = await deps.ingestor.ingest(
+            InboundMessage(
+                channel_account_id=channel_account_id,
+                contact_external_id=body.session,
+                channel_message_id=f"{body.session}:{body.id}",
+                text=body.text,
+            )
+        )
+        if result.duplicate and not result.same_content:
+            raise ConflictError(f"message id {body.id!r} was already used for a different text in this session")
+        return JSONResponse(
+            {"message_id": result.message_id, "duplicate": result.duplicate},
+            status_code=200 if result.duplicate else 202,
+        )
+
+    @router.get("/v1/webchat/{channel_account_id}/messages")
+    async def get_messages(channel_account_id: str, session: Session) -> dict[str, Any]:
+        await deps.ingestor.channel_account(channel_account_id, CHANNEL)
+        conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
+        if conversation_id is None:
+            return {"messages": []}
+        entries = await read_transcript(deps.db, conversation_id)
+        return {"messages": [e.as_json() for e in entries]}
+
+    @router.get("/v1/webchat/{channel_account_id}/stream", response_class=StreamingResponse)
+    async def stream(channel_account_id: str, session: Session, request: Request) -> StreamingResponse:
+        await deps.ingestor.channel_account(channel_account_id, CHANNEL)
+        resume_after = _parse_last_event_id(request.headers.get("last-event-id"))
+        events = _assistant_blocks(deps, request, channel_account_id, session, resume_after)
+        return StreamingResponse(
+            events, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
+
+    @router.get("/webchat/{channel_account_id}", response_class=HTMLResponse)
+    async def page(channel_account_id: str) -> HTMLResponse:
+        account = await deps.ingestor.channel_account(channel_account_id, CHANNEL)
+        template = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+        values = {
+            "{{CHANNEL_ACCOUNT_ID}}": account.id,
+            "{{BUSINESS_NAME}}": account.name,
+            "{{MODEL_LABEL}}": deps.model_label,
+            "{{MAX_TEXT_CHARS}}": str(deps.max_text_chars),
+        }
+        for placeholder, value in values.items():
+            template = template.replace(placeholder, html.escape(value, quote=True))
+        return HTMLResponse(template)
+
+    return router
+
+
+def _parse_last_event_id(value: str | None) -> tuple[int, int] | None:
+    """``<message_id>:<block_index>`` of the last block the client saw, if it says so."""
+    if not value:
+        return None
+    message, _, index = value.partition(":")
+    if not (message.isdigit() and index.isdigit()):
+        return None
+    return int(message), int(index)
+
+
+async def _assistant_blocks(
+    deps: ChannelDeps, request: Request, channel_account_id: str, session: str, resume_after: tuple[int, int] | None
+) -> AsyncIterator[str]:
+    """One SSE event per assistant block stored after the cursor. A fresh stream starts at the
+    conversation's present; a stream opened before the conversation existed sends all of it."""
+    yield "retry: 2000\n\n"
+    conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
+    cursor = resume_after
+    if cursor is None and conversation_id is not None:
+        cursor = (await latest_message_id(deps.db, conversation_id), 1 << 30)
+    last_sent = time.monotonic()
+    while not await request.is_disconnected():
+        if conversation_id is None:
+            conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
+        woke = False
+        if conversation_id is not None:
+            ticket = deps.signals.ticket(conversation_id)
+            after = max(cursor[0] - 1, 0) if cursor else 0
+            for entry in await read_transcript(deps.db, conversation_id, after_id=after, roles=("assistant",)):
+                for index, block in enumerate(entry.blocks):
+                    if cursor and (entry.id, index) <= cursor:
+                        continue
+                    payload = {
+                        "message_id": entry.id,
+                        "index": index,
+                        "count": len(entry.blocks),
+                        "role": "assistant",
+                        "block": block.model_dump(mode="json"),
+                        "created_at": entry.created_at.isoformat(),
+                    }
+                    yield f"id: {entry.id}:{index}\nevent: block\ndata: {json.dumps(payload)}\n\n"
+                    cursor = (entry.id, index)
+                    last_sent = time.monotonic()
+            woke = await deps.signals.wait(ticket, STREAM_POLL_S)
+        else:
+            await asyncio.sleep(STREAM_POLL_S)
+        if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
+            yield ": keep-alive\n\n"
+            last_sent = time.monotonic()

@@ -1,0 +1,85 @@
+"""The per-conversation turn lease (invariant 5), held in the conversation row itself.
+
+A lease is taken when free or expired, renewed while a turn works, and checked again in the
+transaction that commits a reply (a fence: a holder whose lease was taken over commits nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from sqlalchemy import or_, update
+
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Conversation
+
+log = logging.getLogger(__name__)
+
+
+class ConversationLease:
+    def __init__(self, db: Database, clock: Clock, ttl_s: float) -> None:
+        self._db = db
+        self._clock = clock
+        self.ttl_s = ttl_s
+
+    async def acquire(self, conversation_id: str, owner: str) -> bool:
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Conversation)
+                .where(
+                    Conversation.id == conversation_id,
+                    or_(
+                        Conversation.lock_owner.is_(None),
+                        Conversation.lock_until < now,
+                        Conversation.lock_owner == owner,
+                    ),
+                )
+                .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
+            )
+        return bool(result.rowcount)  # type: ignore[attr-defined]  # CursorResult at runtime
+
+    async def renew(self, conversation_id: str, owner: str) -> bool:
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+                .values(lock_until=now + timedelta(seconds=self.ttl_s))
+            )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def release(self, conversation_id: str, owner: str) -> None:
+        async with self._db.transaction() as session:
+            await session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+                .values(lock_owner=None, lock_until=None)
+            )
+
+    @contextlib.asynccontextmanager
+    async def kept_alive(self, conversation_id: str, owner: str) -> AsyncIterator[None]:
+        """Renew the lease every third of its TTL while the body runs."""
+
+        async def renew_forever() -> None:
+            while True:
+                await asyncio.sleep(self.ttl_s / 3)
+                try:
+                    if not await self.renew(conversation_id, owner):
+                        log.warning("lease on %s lost by %s", conversation_id, owner)
+                        return
+                except Exception:
+                    log.exception("lease renewal failed for %s", conversation_id)
+
+        task = asyncio.create_task(renew_forever())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,1 @@
+"""Platform services every layer may use: store, jobs, model gateway, clock, tracing."""

@@ -1,0 +1,194 @@
+"""The jobs table: durable background work for one process or many.
+
+Claiming uses ``UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)`` on PostgreSQL, so N
+instances claim disjoint jobs; on SQLite the clause is not rendered and ``BEGIN IMMEDIATE``
+serialises claims. A running job holds a lease (``locked_until``) that its worker renews; the
+sweeper re-queues jobs whose lease ran out (their process died). Failed jobs are retried with
+exponential backoff until ``max_attempts``, then left ``dead`` for an operator to see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import exists, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.ids import JobId
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Job
+
+QUEUED, RUNNING, DONE, DEAD = "queued", "running", "done", "dead"
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: JobId
+    kind: str
+    key: str | None
+    payload: dict[str, Any]
+    attempts: int
+
+
+@dataclass(frozen=True)
+class JobPolicy:
+    max_attempts: int = 5
+    backoff_s: float = 2.0
+    lease_s: float = 60.0
+
+
+class JobQueue:
+    def __init__(self, db: Database, clock: Clock, policy: JobPolicy) -> None:
+        self._db = db
+        self._clock = clock
+        self.policy = policy
+        self._wake = asyncio.Event()
+
+    async def enqueue(
+        self,
+        session: AsyncSession,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        coalesce: bool = False,
+        delay_s: float = 0.0,
+    ) -> bool:
+        """Add a job inside the caller's transaction. With ``coalesce``, a job already queued
+        under the same key stands for this one (a duplicate would only lose the lease race).
+        Returns whether a row was added. Call ``notify()`` after the commit."""
+        now = self._clock.now()
+        if coalesce and key is not None:
+            # Lock the queued job while we decide: a worker claiming it right now would otherwise
+            # run it without seeing our uncommitted message. A job being claimed (locked) is skipped,
+            # so we add a fresh one instead.
+            waiting = await session.scalar(
+                select(Job.id)
+                .where(Job.key == key, Job.status == QUEUED)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            )
+            if waiting is not None:
+                return False
+        session.add(
+            Job(
+                kind=kind,
+                key=key,
+                payload=payload,
+                status=QUEUED,
+                attempts=0,
+                max_attempts=self.policy.max_attempts,
+                run_after=now + timedelta(seconds=delay_s),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        return True
+
+    def notify(self) -> None:
+        """Wake idle in-process workers now instead of at their next poll."""
+        self._wake.set()
+
+    async def wait_for_work(self, timeout_s: float) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout_s)
+        except TimeoutError:
+            return
+        finally:
+            self._wake.clear()
+
+    async def claim(self, worker: str) -> ClaimedJob | None:
+        now = self._clock.now()
+        next_id = (
+            select(Job.id)
+            .where(Job.status == QUEUED, Job.run_after <= now)
+            .order_by(Job.run_after, Job.id)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
+        )
+        claim = (
+            update(Job)
+            .where(Job.id == next_id, Job.status == QUEUED)
+            .values(
+                status=RUNNING,
+                locked_by=worker,
+                locked_until=now + timedelta(seconds=self.policy.lease_s),
+                attempts=Job.attempts + 1,
+                updated_at=now,
+            )
+            .returning(Job.id, Job.kind, Job.key, Job.payload, Job.attempts)
+        )
+        async with self._db.transaction() as session:
+            row = (await session.execute(claim)).first()
+        if row is None:
+            return None
+        return ClaimedJob(JobId(row.id), row.kind, row.key, row.payload, row.attempts)
+
+    async def heartbeat(self, job: ClaimedJob, worker: str) -> bool:
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Job)
+                .where(Job.id == job.id, Job.locked_by == worker, Job.status == RUNNING)
+                .values(locked_until=now + timedelta(seconds=self.policy.lease_s), updated_at=now)
+            )
+        return bool(result.rowcount)  # type: ignore[attr-defined]  # CursorResult at runtime
+
+    async def complete(self, job: ClaimedJob, worker: str) -> None:
+        async with self._db.transaction() as session:
+            await session.execute(
+                update(Job)
+                .where(Job.id == job.id, Job.locked_by == worker)
+                .values(status=DONE, locked_by=None, locked_until=None, updated_at=self._clock.now())
+            )
+
+    async def fail(self, job: ClaimedJob, worker: str, error: str) -> str:
+        """Schedule a retry with exponential backoff, or mark the job dead. Returns the new status."""
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            row = await session.get(Job, job.id)
+            if row is None or row.locked_by != worker:
+                return "lost"
+            if row.attempts >= row.max_attempts:
+                row.status = DEAD
+            else:
+                row.status = QUEUED
+                row.run_after = now + timedelta(seconds=self.policy.backoff_s * 2 ** (row.attempts - 1))
+            row.locked_by = None
+            row.locked_until = None
+            row.last_error = error[:4000]
+            row.updated_at = now
+            return row.status
+
+    async def requeue_abandoned(self) -> int:
+        """Jobs whose worker stopped renewing its lease (a dead process) go back in the queue."""
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            stale = (
+                await session.scalars(
+                    select(Job).where(Job.status == RUNNING, Job.locked_until < now).with_for_update(
+                        skip_locked=True
+                    )
+                )
+            ).all()
+            for job in stale:
+                job.status = DEAD if job.attempts >= job.max_attempts else QUEUED
+                job.last_error = f"abandoned by {job.locked_by} (lease expired)"
+                job.locked_by = None
+                job.locked_until = None
+                job.run_after = now
+                job.updated_at = now
+        return len(stale)
+
+    async def has_pending(self, key: str) -> bool:
+        async with self._db.transaction() as session:
+            return bool(
+                await session.scalar(
+                    select(exists().where(Job.key == key, Job.status.in_([QUEUED, RUNNING])))
+                )
+            )

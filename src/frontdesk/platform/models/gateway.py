@@ -1,0 +1,158 @@
+"""Model slots and providers. Code never names a vendor model; settings do.
+
+Slot strings: ``openai:<model>``, ``anthropic:<model>``, ``google:<model>``,
+``openai-compatible:<base_url>#<model>``, ``script:<file>``. Provider modules are imported only
+when a slot uses them (the three vendor SDKs cost ~2.4 s to import). Wire formats come from
+pydantic-ai's direct request API; the loop, budgets and persistence are ours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic_ai import ModelMessage, ModelResponse
+from pydantic_ai.direct import model_request
+from pydantic_ai.exceptions import ModelAPIError as PaiModelAPIError
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+
+from frontdesk.errors import ConfigError, ModelAPIError
+
+SLOTS = ("chat", "utility", "embeddings")
+PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "script")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    model: str
+    base_url: str | None = None
+
+    def __str__(self) -> str:
+        if self.base_url:
+            return f"{self.provider}:{self.base_url}#{self.model}"
+        return f"{self.provider}:{self.model}"
+
+
+def parse_model_spec(value: str) -> ModelSpec:
+    provider, sep, rest = value.partition(":")
+    if not sep or not rest:
+        raise ConfigError(f"model {value!r} must look like 'provider:model' (providers: {', '.join(PROVIDERS)})")
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown model provider {provider!r} in {value!r} (known: {', '.join(PROVIDERS)})")
+    if provider == "openai-compatible":
+        base_url, sep, model = rest.rpartition("#")
+        if not sep or not base_url.startswith(("http://", "https://")) or not model:
+            raise ConfigError(f"{value!r}: use openai-compatible:<http(s) base url>#<model>")
+        return ModelSpec(provider, model, base_url)
+    return ModelSpec(provider, rest)
+
+
+class ModelClient(Protocol):
+    """What the generation loop needs from a model: one request, one response."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def request(
+        self, messages: Sequence[ModelMessage], params: ModelRequestParameters
+    ) -> ModelResponse: ...
+
+
+class PydanticAIClient:
+    """A pydantic-ai ``Model`` behind our protocol, with vendor errors mapped to ``ModelAPIError``."""
+
+    def __init__(self, model: Model, name: str, timeout_s: float) -> None:
+        self._model = model
+        self._name = name
+        self._settings = ModelSettings(timeout=timeout_s)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
+        try:
+            return await model_request(
+                self._model, list(messages), model_settings=self._settings, model_request_parameters=params
+            )
+        except ModelHTTPError as exc:
+            retry_after = (exc.headers or {}).get("retry-after")
+            raise ModelAPIError(
+                f"{self._name}: HTTP {exc.status_code}",
+                status=exc.status_code,
+                retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+            ) from exc
+        except (PaiModelAPIError, UnexpectedModelBehavior) as exc:
+            raise ModelAPIError(f"{self._name}: {exc}") from exc
+
+
+def build_model(spec: ModelSpec) -> Model:
+    """Construct the pydantic-ai model for a spec, importing only that provider's modules."""
+    try:
+        if spec.provider == "script":
+            from frontdesk.platform.models.script import load_script_model
+
+            return load_script_model(spec.model)
+        if spec.provider == "openai":
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            return OpenAIChatModel(spec.model, provider=OpenAIProvider())
+        if spec.provider == "openai-compatible":
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            api_key = os.environ.get("FRONTDESK_OPENAI_COMPATIBLE_API_KEY", "none")
+            return OpenAIChatModel(spec.model, provider=OpenAIProvider(base_url=spec.base_url, api_key=api_key))
+        if spec.provider == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(spec.model, provider=AnthropicProvider())
+        if spec.provider == "google":
+            from pydantic_ai.models.google import GoogleModel
+            from pydantic_ai.providers.google import GoogleProvider
+
+            return GoogleModel(spec.model, provider=GoogleProvider())
+    except ConfigError:
+        raise
+    except Exception as exc:  # a missing API key surfaces here as pydantic-ai's UserError
+        raise ConfigError(f"cannot set up model {spec}: {exc}") from exc
+    raise ConfigError(f"unknown provider {spec.provider!r}")
+
+
+class ModelGateway:
+    """Resolves a slot name to a client, building each one once, on first use."""
+
+    def __init__(self, slots: Mapping[str, str | None], *, timeout_s: float = 60.0) -> None:
+        unknown = set(slots) - set(SLOTS)
+        if unknown:
+            raise ConfigError(f"unknown model slots {sorted(unknown)} (slots: {', '.join(SLOTS)})")
+        self._specs = {slot: parse_model_spec(v) for slot, v in slots.items() if v}
+        self._timeout_s = timeout_s
+        self._clients: dict[str, ModelClient] = {}
+
+    @classmethod
+    def with_clients(cls, clients: Mapping[str, ModelClient]) -> ModelGateway:
+        """A gateway whose slots are already-built clients (tests, benchmarks, embedding apps)."""
+        gateway = cls({})
+        gateway._clients.update(clients)
+        return gateway
+
+    def configured(self, slot: str) -> bool:
+        return slot in self._clients or slot in self._specs
+
+    def client(self, slot: str) -> ModelClient:
+        if slot in self._clients:
+            return self._clients[slot]
+        spec = self._specs.get(slot)
+        if spec is None:
+            raise ConfigError(f"model slot {slot!r} is not configured (set FRONTDESK_MODEL_{slot.upper()})")
+        client = PydanticAIClient(build_model(spec), str(spec), self._timeout_s)
+        self._clients[slot] = client
+        return client

@@ -1,0 +1,196 @@
+"""The ``script`` provider: a model that replays a file of outputs (docs/script-models.md).
+
+Two modes, which may be combined:
+- ``steps``: responses consumed in order, one per model request, across the process (tests).
+- ``rules``: the latest customer message picks a rule by regex; the n-th request of that turn
+  gets the rule's n-th response (the last one repeats). Stateless, so demos behave the same on
+  any instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from importlib import resources
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_ai import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from frontdesk.errors import ConfigError
+
+USER_TEXT = "{user_text}"
+
+
+class ScriptCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str
+    args: dict[str, Any] | None = None
+    raw_args: str | None = None
+
+
+class ScriptResponse(BaseModel):
+    """One model output. Exactly one of reply / tool / tools / text / error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reply: str | dict[str, Any] | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    raw_args: str | None = None
+    tools: list[ScriptCall] | None = None
+    text: str | None = None
+    error: str | None = None
+    status: int = 503
+    delay_ms: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ScriptResponse:
+        chosen = [k for k in ("reply", "tool", "tools", "text", "error") if getattr(self, k) is not None]
+        if len(chosen) != 1:
+            raise ValueError(f"a response needs exactly one of reply/tool/tools/text/error, got {chosen or 'none'}")
+        return self
+
+
+class ScriptRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    match: str
+    responses: list[ScriptResponse] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _compiles(self) -> ScriptRule:
+        try:
+            re.compile(self.match)
+        except re.error as exc:
+            raise ValueError(f"bad regex {self.match!r}: {exc}") from exc
+        return self
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = "script"
+    steps: list[ScriptResponse] = Field(default_factory=list)
+    rules: list[ScriptRule] = Field(default_factory=list)
+    default: list[ScriptResponse] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _has_something(self) -> Script:
+        if not (self.steps or self.rules or self.default):
+            raise ValueError("a script needs steps, rules or default responses")
+        return self
+
+
+class ScriptExhausted(Exception):
+    pass
+
+
+def _latest_user_text(messages: Sequence[ModelMessage]) -> tuple[str, int]:
+    """The last customer text, and how many model responses this turn already produced."""
+    responses = 0
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            responses += 1
+            continue
+        prompts = [p.content for p in message.parts if isinstance(p, UserPromptPart)]
+        if prompts:
+            content = prompts[-1]
+            return (content if isinstance(content, str) else " ".join(map(str, content))), responses
+    return "", responses
+
+
+class ScriptPlayer:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self._cursor = count()
+        self._rules = [(re.compile(r.match), r.responses) for r in script.rules]
+
+    def pick(self, messages: Sequence[ModelMessage]) -> tuple[ScriptResponse, str]:
+        user_text, turn_step = _latest_user_text(messages)
+        for pattern, responses in self._rules:
+            if pattern.search(user_text):
+                return responses[min(turn_step, len(responses) - 1)], user_text
+        if self.script.steps:
+            index = next(self._cursor)
+            if index < len(self.script.steps):
+                return self.script.steps[index], user_text
+            if not self.script.default:
+                raise ScriptExhausted(f"script {self.script.name!r} has no step {index + 1}")
+        if self.script.default:
+            return self.script.default[min(turn_step, len(self.script.default) - 1)], user_text
+        raise ScriptExhausted(f"script {self.script.name!r}: no rule matched {user_text[:80]!r}")
+
+    async def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step, user_text = self.pick(messages)
+        if step.delay_ms:
+            await asyncio.sleep(step.delay_ms / 1000)
+        if step.error is not None:
+            raise ModelHTTPError(step.status, self.script.name, body={"error": step.error})
+        parts: list[TextPart | ToolCallPart] = []
+        if step.text is not None:
+            parts.append(TextPart(step.text.replace(USER_TEXT, user_text)))
+        elif step.reply is not None:
+            payload = {"blocks": [{"type": "text", "text": step.reply}]} if isinstance(step.reply, str) else step.reply
+            parts.append(ToolCallPart("reply", _fill(payload, user_text)))
+        else:
+            calls = step.tools or [ScriptCall(tool=step.tool or "", args=step.args, raw_args=step.raw_args)]
+            for call in calls:
+                args: str | dict[str, Any] = call.raw_args if call.raw_args is not None else (call.args or {})
+                parts.append(ToolCallPart(call.tool, _fill(args, user_text)))
+        request_chars = sum(len(str(m)) for m in messages)
+        usage = RequestUsage(input_tokens=request_chars // 4, output_tokens=sum(len(str(p)) for p in parts) // 4)
+        return ModelResponse(parts=parts, usage=usage, model_name=f"script:{self.script.name}")
+
+
+def _fill(value: Any, user_text: str) -> Any:
+    """Replace ``{user_text}`` in every string of a JSON-like value."""
+    if isinstance(value, str):
+        return value.replace(USER_TEXT, user_text)
+    if isinstance(value, list):
+        return [_fill(v, user_text) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, user_text) for k, v in value.items()}
+    return value
+
+
+def parse_script(text: str, origin: str) -> Script:
+    try:
+        return Script.model_validate_json(text)
+    except ValidationError as exc:
+        raise ConfigError(f"script {origin} is not a valid script model: {exc}") from exc
+
+
+def read_script(reference: str) -> Script:
+    """``reference`` is a file path, or the name of a script shipped with frontdesk (``demo``)."""
+    path = Path(reference)
+    if path.is_file():
+        return parse_script(path.read_text(encoding="utf-8"), str(path))
+    packaged = resources.files("frontdesk.platform.models") / "scripts" / f"{reference}.json"
+    if packaged.is_file():
+        return parse_script(packaged.read_text(encoding="utf-8"), f"builtin:{reference}")
+    raise ConfigError(f"script model file not found: {reference!r}")
+
+
+def script_model(script: Script) -> FunctionModel:
+    return FunctionModel(ScriptPlayer(script).respond, model_name=f"script:{script.name}")
+
+
+def load_script_model(reference: str) -> FunctionModel:
+    return script_model(read_script(reference))
+
+
+def dump_script(data: dict[str, Any]) -> str:
+    """Serialise a script (tests write files with this)."""
+    return json.dumps(data, indent=2, ensure_ascii=False)

@@ -1,0 +1,81 @@
+"""Engine construction: one code path for SQLite (embedded default) and PostgreSQL.
+
+SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` for every transaction: with deferred
+transactions, two async writers that both read first fail with "database is locked" under exactly
+the bursts frontdesk exists for. Transactions are kept short and never span a model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from frontdesk.errors import ConfigError
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def create_engine(database_url: str) -> AsyncEngine:
+    try:
+        url = make_url(database_url)
+    except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
+        raise ConfigError(f"FRONTDESK_DATABASE_URL is not a database URL: {database_url!r}") from exc
+    if url.get_backend_name() == "sqlite":
+        if url.get_driver_name() != "aiosqlite":
+            raise ConfigError("SQLite needs the async driver: use sqlite+aiosqlite:///path.db")
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        _make_sqlite_safe(engine)
+        return engine
+    if url.get_backend_name() == "postgresql":
+        if url.get_driver_name() != "asyncpg":
+            raise ConfigError("PostgreSQL needs the async driver: use postgresql+asyncpg://...")
+        return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    raise ConfigError(f"unsupported database {url.get_backend_name()!r}: use SQLite or PostgreSQL")
+
+
+def _make_sqlite_safe(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let us issue BEGIN ourselves (pysqlite's implicit BEGIN is DEFERRED).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Database:
+    """The engine plus a session factory. ``transaction()`` is the only way code writes."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def from_url(cls, database_url: str) -> Database:
+        return cls(create_engine(database_url))
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session, session.begin():
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

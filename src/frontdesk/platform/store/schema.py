@@ -1,0 +1,193 @@
+"""The tables. One schema for SQLite and PostgreSQL; migrations in ``migrations/`` must match it
+(``tests/platform/test_migrations.py`` compares them)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a real bigint.
+AutoId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on both backends (SQLite stores naive text, so we restore the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[Any]: JSON()}
+
+
+class Tenant(Base):
+    """A business."""
+
+    __tablename__ = "tenants"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+
+
+class ChannelAccount(Base):
+    """One connected channel of a tenant (a web chat widget, a bot, a page...)."""
+
+    __tablename__ = "channel_accounts"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    channel: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+
+
+class Contact(Base):
+    """A customer as one channel account knows them (``external_id``: web chat session, chat id...)."""
+
+    __tablename__ = "contacts"
+    __table_args__ = (UniqueConstraint("channel_account_id", "external_id"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    display_name: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+
+
+class Conversation(Base):
+    """One thread with one contact. ``lock_owner``/``lock_until`` are the turn lease (invariant 5)."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (UniqueConstraint("channel_account_id", "contact_id"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
+    contact_id: Mapped[str] = mapped_column(ForeignKey("contacts.id"))
+    ai_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    lock_owner: Mapped[str | None] = mapped_column(String(80))
+    lock_until: Mapped[datetime | None]
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    last_inbound_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Message(Base):
+    """A user or assistant message. ``status`` is ``ready`` or ``pending`` (media being prepared)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        # The last line of idempotency: a redelivered platform message fails this insert.
+        UniqueConstraint("channel_account_id", "channel_message_id"),
+        Index("ix_messages_unprocessed", "conversation_id", "role", "processed_at"),
+    )
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
+    channel_message_id: Mapped[str | None] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    content_type: Mapped[str] = mapped_column(String(32))
+    content: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="ready")
+    processed_at: Mapped[datetime | None]
+    turn_id: Mapped[int | None] = mapped_column(ForeignKey("turn_traces.id"))
+    created_at: Mapped[datetime]
+
+
+class Receipt(Base):
+    """A side effect's record (invariant 8). ``kind='delivery'``: written ``sending`` before the
+    platform is called, then ``sent | partial | failed`` with counts and errors."""
+
+    __tablename__ = "receipts"
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    message_id: Mapped[int | None] = mapped_column(ForeignKey("messages.id"), unique=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), index=True)
+    channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
+    status: Mapped[str] = mapped_column(String(16))
+    parts_total: Mapped[int] = mapped_column(Integer, default=0)
+    parts_sent: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+
+
+class TurnTrace(Base):
+    """One row per agent turn: every "why did it do that?" starts here."""
+
+    __tablename__ = "turn_traces"
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), index=True)
+    worker: Mapped[str] = mapped_column(String(80))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    batch_size: Mapped[int] = mapped_column(Integer, default=0)
+    batch_span_ms: Mapped[int] = mapped_column(Integer, default=0)
+    model: Mapped[str | None] = mapped_column(String(200))
+    steps: Mapped[int] = mapped_column(Integer, default=0)
+    tool_calls: Mapped[list[Any]] = mapped_column(default=list)
+    usage: Mapped[list[Any]] = mapped_column(default=list)
+    latency_ms: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    outcome: Mapped[str] = mapped_column(String(32), default="running")
+    detail: Mapped[str | None] = mapped_column(Text)
+
+
+class Job(Base):
+    """A unit of background work, claimed with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_claim", "status", "run_after"),)
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str | None] = mapped_column(String(200), index=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=5)
+    run_after: Mapped[datetime]
+    locked_by: Mapped[str | None] = mapped_column(String(80))
+    locked_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

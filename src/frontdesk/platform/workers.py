@@ -1,0 +1,128 @@
+"""In-process job workers and the sweeper. Any number of processes may run these against one
+database; nothing here keeps state that another instance would need."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+
+from frontdesk.platform.ids import new_id
+from frontdesk.platform.jobs import ClaimedJob, JobQueue
+
+log = logging.getLogger(__name__)
+
+JobHandler = Callable[[ClaimedJob], Awaitable[None]]
+Sweep = Callable[[], Awaitable[int]]
+
+
+def worker_identity() -> str:
+    """host:pid:random, so leases from a restarted process never look like ours."""
+    return f"{socket.gethostname()}:{os.getpid()}:{new_id('w')[2:10]}"
+
+
+class JobRunner:
+    def __init__(
+        self,
+        queue: JobQueue,
+        handlers: Mapping[str, JobHandler],
+        *,
+        concurrency: int,
+        poll_interval_s: float,
+        sweeps: list[Sweep],
+        sweep_interval_s: float,
+        identity: str | None = None,
+    ) -> None:
+        self._queue = queue
+        self._handlers = dict(handlers)
+        self._concurrency = concurrency
+        self._poll_interval_s = poll_interval_s
+        self._sweeps = sweeps
+        self._sweep_interval_s = sweep_interval_s
+        self.identity = identity or worker_identity()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    def start(self) -> None:
+        for n in range(self._concurrency):
+            self._tasks.append(asyncio.create_task(self._work(f"{self.identity}/{n}"), name=f"worker-{n}"))
+        if self._sweeps:
+            self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self._queue.notify()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def run_once(self, worker: str | None = None) -> bool:
+        """Claim and run one job. Returns False when the queue had nothing due."""
+        worker = worker or f"{self.identity}/once"
+        job = await self._queue.claim(worker)
+        if job is None:
+            return False
+        await self._run(job, worker)
+        return True
+
+    async def sweep_once(self) -> int:
+        total = 0
+        for sweep in self._sweeps:
+            try:
+                total += await sweep()
+            except Exception:
+                log.exception("sweep failed")
+        return total
+
+    async def _work(self, worker: str) -> None:
+        while not self._stopping.is_set():
+            try:
+                ran = await self.run_once(worker)
+            except Exception:
+                log.exception("worker %s could not claim a job", worker)
+                ran = False
+            if not ran:
+                await self._queue.wait_for_work(self._poll_interval_s)
+
+    async def _run(self, job: ClaimedJob, worker: str) -> None:
+        handler = self._handlers.get(job.kind)
+        if handler is None:
+            await self._queue.fail(job, worker, f"no handler for job kind {job.kind!r}")
+            return
+        heartbeat = asyncio.create_task(self._heartbeat(job, worker))
+        try:
+            await handler(job)
+        except asyncio.CancelledError:
+            raise  # shutting down: the lease runs out and the sweeper re-queues it
+        except Exception as exc:
+            log.exception("job %s (%s) failed", job.id, job.kind)
+            status = await self._queue.fail(job, worker, f"{type(exc).__name__}: {exc}")
+            if status == "queued":
+                self._queue.notify()
+        else:
+            await self._queue.complete(job, worker)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _heartbeat(self, job: ClaimedJob, worker: str) -> None:
+        interval = self._queue.policy.lease_s / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._queue.heartbeat(job, worker)
+            except Exception:
+                log.exception("heartbeat for job %s failed", job.id)
+
+    async def _sweep_forever(self) -> None:
+        while not self._stopping.is_set():
+            if await self.sweep_once():
+                self._queue.notify()
+            await asyncio.sleep(self._sweep_interval_s)

@@ -1,0 +1,53 @@
+"""Recovering a reply the model wrote as prose or near-JSON instead of calling ``reply``."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from frontdesk.output.blocks import Block, ReplyPayload, text_blocks
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+_TEXT_FIELD = re.compile(r'"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def salvage_reply(raw: str) -> list[Block] | None:
+    """A valid payload embedded in the text wins; then quoted ``"text"`` fields of broken JSON;
+    then the prose itself. None when nothing readable is left."""
+    candidate = _FENCE.sub("", raw.strip()).strip()
+    if not candidate:
+        return None
+    parsed = _as_payload(candidate)
+    if parsed is not None:
+        return parsed
+    if candidate.startswith(("{", "[")):
+        texts = [_unescape(t) for t in _TEXT_FIELD.findall(candidate)]
+        texts = [t for t in texts if t.strip()]
+        return text_blocks("\n\n".join(texts)) if texts else None
+    return text_blocks(candidate) or None
+
+
+def _as_payload(candidate: str) -> list[Block] | None:
+    start, end = candidate.find("{"), candidate.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data: Any = json.loads(candidate[start : end + 1])
+    except ValueError:
+        return None
+    if isinstance(data, dict) and "blocks" not in data and isinstance(data.get("text"), str):
+        data = {"blocks": [{"type": "text", "text": data["text"]}]}
+    try:
+        return list(ReplyPayload.model_validate(data).blocks)
+    except ValidationError:
+        return None
+
+
+def _unescape(value: str) -> str:
+    try:
+        return str(json.loads(f'"{value}"'))
+    except ValueError:
+        return value

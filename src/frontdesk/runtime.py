@@ -1,0 +1,107 @@
+"""Wiring every port once. ``app.py`` serves it over HTTP; ``cli.py`` uses it for chat and demo.
+
+This module and ``app.py`` are the only places that know every layer."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler
+from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
+from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
+from frontdesk.ingestion.lease import ConversationLease
+from frontdesk.output.delivery import Deliverer
+from frontdesk.platform.clock import Clock, SystemClock
+from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
+from frontdesk.platform.models.gateway import ModelGateway
+from frontdesk.platform.signals import ConversationSignals
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.workers import JobRunner
+from frontdesk.reasoning.agent import Agent
+from frontdesk.reasoning.loop import LoopLimits
+from frontdesk.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEMO_MODEL = "script:demo"
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    clock: Clock
+    queue: JobQueue
+    ingestor: Ingestor
+    assembler: TurnAssembler
+    signals: ConversationSignals
+    runner: JobRunner
+    channel_deps: ChannelDeps
+    model_label: str
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        *,
+        gateway: ModelGateway | None = None,
+        clock: Clock | None = None,
+        db: Database | None = None,
+    ) -> Runtime:
+        clock = clock or SystemClock()
+        db = db or Database.from_url(settings.database_url)
+        if gateway is None:
+            gateway, model_label = _gateway_from_settings(settings)
+        else:
+            model_label = "Model: injected"
+        queue = JobQueue(
+            db,
+            clock,
+            JobPolicy(settings.job_max_attempts, settings.job_backoff_s, settings.job_lease_s),
+        )
+        ingestor = Ingestor(db, queue, clock)
+        signals = ConversationSignals()
+        deps = ChannelDeps(db, ingestor, signals, settings.webchat_max_text_chars, model_label)
+        deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
+        assembler = TurnAssembler(
+            db,
+            clock,
+            ConversationLease(db, clock, settings.lease_ttl_s),
+            Agent(gateway, clock, LoopLimits(max_steps=settings.max_steps)),
+            deliverer,
+            AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
+        )
+        runner_ref: list[JobRunner] = []
+
+        async def process_conversation(job: ClaimedJob) -> None:
+            owner = f"{runner_ref[0].identity}/job{job.id}"
+            await assembler.process(str(job.payload["conversation_id"]), owner)
+
+        async def requeue_orphans() -> int:
+            return await assembler.requeue_orphans(queue)
+
+        runner = JobRunner(
+            queue,
+            {PROCESS_CONVERSATION: process_conversation},
+            concurrency=settings.workers,
+            poll_interval_s=settings.poll_interval_s,
+            sweeps=[queue.requeue_abandoned, requeue_orphans],
+            sweep_interval_s=settings.sweeper_interval_s,
+        )
+        runner_ref.append(runner)
+        return cls(settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label)
+
+    async def close(self) -> None:
+        await self.runner.stop()
+        await self.db.dispose()
+
+
+def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
+    slots = {"chat": settings.model_chat, "utility": settings.model_utility, "embeddings": settings.model_embeddings}
+    if settings.model_chat:
+        return ModelGateway(slots, timeout_s=settings.model_timeout_s), f"Model: {settings.model_chat.split('#')[-1]}"
+    log.warning("no chat model configured (FRONTDESK_MODEL_CHAT): replies come from the offline demo script")
+    slots["chat"] = DEMO_MODEL
+    label = "Offline demo model (scripted) — set FRONTDESK_MODEL_CHAT for a real one"
+    return ModelGateway(slots, timeout_s=settings.model_timeout_s), label

@@ -1,0 +1,71 @@
+"""One typed settings object. Every field is documented in ``docs/configuration.md``.
+
+Sources, highest priority first: keyword arguments, environment variables ``FRONTDESK_*``,
+the TOML file named by ``FRONTDESK_CONFIG`` (default ``./frontdesk.toml`` if it exists), defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_CONFIG_FILE = "frontdesk.toml"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FRONTDESK_", extra="forbid", frozen=True)
+
+    # -- storage
+    database_url: str = "sqlite+aiosqlite:///./frontdesk.db"
+    media_dir: Path = Path("./media")
+
+    # -- HTTP server
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    public_url: str | None = None
+
+    # -- models (slot strings; see docs/configuration.md)
+    model_chat: str | None = None
+    model_utility: str | None = None
+    model_embeddings: str | None = None
+
+    # -- jobs
+    workers: int = Field(default=2, ge=0, le=64)
+    job_max_attempts: int = Field(default=5, ge=1)
+    job_backoff_s: float = Field(default=2.0, gt=0)
+    job_lease_s: float = Field(default=60.0, gt=0)
+    sweeper_interval_s: float = Field(default=5.0, gt=0)
+    poll_interval_s: float = Field(default=1.0, gt=0)
+
+    # -- turn assembler
+    quiet_window_s: float = Field(default=1.5, ge=0)
+    quiet_window_cap_s: float = Field(default=10.0, ge=0)
+    media_ready_timeout_s: float = Field(default=20.0, ge=0)
+    lease_ttl_s: float = Field(default=30.0, gt=0)
+
+    # -- generation loop
+    max_steps: int = Field(default=8, ge=1, le=64)
+    model_timeout_s: float = Field(default=60.0, gt=0)
+
+    # -- web chat
+    webchat_max_text_chars: int = Field(default=4000, ge=1)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = os.environ.get("FRONTDESK_CONFIG", DEFAULT_CONFIG_FILE)
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
