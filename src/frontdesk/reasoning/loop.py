@@ -9,6 +9,7 @@ Routing, ledgers and the claims gate (issue 3) slot in around ``_run_tools`` and
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from pydantic_ai import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    RetryPromptPart,
     TextPart,
     ToolCallPart,
+    ToolDefinition,
     ToolReturnPart,
 )
+from pydantic_ai.messages import RetryFeedbackPart, RetryInfo, ToolRetryCause
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.capabilities.tools import Tool, ToolContext
@@ -66,9 +68,7 @@ class GenerationResult:
     detail: str | None = None
 
 
-def reply_tool_definition() -> Any:
-    from pydantic_ai import ToolDefinition
-
+def reply_tool_definition() -> ToolDefinition:
     return ToolDefinition(
         name=REPLY_TOOL,
         description="Send the final answer to the customer. Call exactly once, last.",
@@ -108,14 +108,15 @@ async def run_generation(
             if not prose_hinted:
                 prose_hinted = True
                 result.retries += 1
-                history.append(ModelRequest(parts=[RetryPromptPart(content=MISSING_REPLY_HINT)]))
+                hint = RetryFeedbackPart(content=MISSING_REPLY_HINT, retry=RetryInfo(cause="model_retry"))
+                history.append(ModelRequest(parts=[hint]))
                 continue
             salvaged = salvage_reply(prose)
             if salvaged:
                 return _finish(result, Outcome.SALVAGED, salvaged, "prose salvaged after a missing-reply hint")
             return _fallback(result, "model answered in prose twice and nothing could be salvaged")
 
-        returns: list[ToolReturnPart | RetryPromptPart] = []
+        returns: list[ToolReturnPart] = []
         accepted: list[Block] | None = None
         for call in calls:
             if call.tool_name == REPLY_TOOL:
@@ -130,7 +131,7 @@ async def run_generation(
                     return _fallback(result, "reply arguments invalid twice")
                 bad_reply_args = _raw_args(call)
                 result.retries += 1
-                returns.append(RetryPromptPart(content=parsed, tool_name=REPLY_TOOL, tool_call_id=call.tool_call_id))
+                returns.append(_retry(call, parsed, "validation_error"))
             else:
                 returns.append(await _run_tool(call, by_name, context, result))
         if accepted is not None:
@@ -143,7 +144,7 @@ async def run_generation(
 def _parse_reply(call: ToolCallPart) -> list[Block] | str:
     """The reply's blocks, or the validation message to send back to the model."""
     try:
-        return list(ReplyPayload.model_validate(call.args_as_dict()).blocks)
+        return list(ReplyPayload.model_validate(call.args_as_dict(raise_if_invalid=True)).blocks)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return f"The reply was not valid ({problems}). Call `reply` again with valid blocks."
@@ -152,28 +153,31 @@ def _parse_reply(call: ToolCallPart) -> list[Block] | str:
 
 
 def _raw_args(call: ToolCallPart) -> str:
-    return call.args if isinstance(call.args, str) else str(call.args)
+    return call.args if isinstance(call.args, str) else json.dumps(call.args, ensure_ascii=False)
+
+
+def _retry(call: ToolCallPart, message: str, cause: ToolRetryCause) -> ToolReturnPart:
+    """Answer a tool call with a request to try again (the model sees ``message``)."""
+    return ToolReturnPart(
+        call.tool_name, message, tool_call_id=call.tool_call_id, outcome="retried", retry=RetryInfo(cause=cause)
+    )
 
 
 async def _run_tool(
     call: ToolCallPart, by_name: dict[str, Tool], context: ToolContext, result: GenerationResult
-) -> ToolReturnPart | RetryPromptPart:
+) -> ToolReturnPart:
     record: dict[str, Any] = {"name": call.tool_name, "args": _raw_args(call)[:2000], "ok": False}
     result.tool_calls.append(record)
     tool = by_name.get(call.tool_name)
     if tool is None:
         record["error"] = "not offered this turn"
         available = ", ".join([*by_name, REPLY_TOOL])
-        return RetryPromptPart(
-            content=f"Tool {call.tool_name!r} is not available. Available tools: {available}.",
-            tool_name=call.tool_name,
-            tool_call_id=call.tool_call_id,
-        )
+        return _retry(call, f"Tool {call.tool_name!r} is not available. Available tools: {available}.", "unavailable_tool")
     try:
-        arguments = tool.input_model.model_validate(call.args_as_dict())
+        arguments = tool.input_model.model_validate(call.args_as_dict(raise_if_invalid=True))
     except (ValidationError, ValueError) as exc:
         record["error"] = f"invalid arguments: {exc}"[:500]
-        return RetryPromptPart(content=f"Invalid arguments: {exc}", tool_name=tool.name, tool_call_id=call.tool_call_id)
+        return _retry(call, f"Invalid arguments: {exc}", "validation_error")
     started = time.perf_counter()
     try:
         output = await tool.handler(arguments, context)

@@ -27,7 +27,7 @@ from pydantic_ai import (
     ToolCallPart,
     UserPromptPart,
 )
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -54,7 +54,7 @@ class ScriptResponse(BaseModel):
     tools: list[ScriptCall] | None = None
     text: str | None = None
     error: str | None = None
-    status: int = 503
+    status: int = Field(default=503, ge=400, le=599)
     delay_ms: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
@@ -93,8 +93,8 @@ class Script(BaseModel):
         return self
 
 
-class ScriptExhausted(Exception):
-    pass
+class ScriptExhausted(UnexpectedModelBehavior):
+    """The script has no response for this request; the gateway reports it as a model failure."""
 
 
 def _latest_user_text(messages: Sequence[ModelMessage]) -> tuple[str, int]:
@@ -104,11 +104,16 @@ def _latest_user_text(messages: Sequence[ModelMessage]) -> tuple[str, int]:
         if isinstance(message, ModelResponse):
             responses += 1
             continue
-        prompts = [p.content for p in message.parts if isinstance(p, UserPromptPart)]
+        prompts = [p.content for p in message.parts if isinstance(p, UserPromptPart) and not _is_feedback(p.content)]
         if prompts:
             content = prompts[-1]
             return (content if isinstance(content, str) else " ".join(map(str, content))), responses
     return "", responses
+
+
+def _is_feedback(content: object) -> bool:
+    """pydantic-ai renders the loop's retry hints as fenced user-voice text; they are not the customer."""
+    return isinstance(content, str) and ("<pyai:retry_feedback>" in content or "<pyai:validation_errors>" in content)
 
 
 class ScriptPlayer:
@@ -178,7 +183,7 @@ def read_script(reference: str) -> Script:
     if path.is_file():
         return parse_script(path.read_text(encoding="utf-8"), str(path))
     packaged = resources.files("frontdesk.platform.models") / "scripts" / f"{reference}.json"
-    if packaged.is_file():
+    if not path.is_absolute() and "/" not in reference and packaged.is_file():
         return parse_script(packaged.read_text(encoding="utf-8"), f"builtin:{reference}")
     raise ConfigError(f"script model file not found: {reference!r}")
 

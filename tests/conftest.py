@@ -1,0 +1,103 @@
+"""Shared test harness.
+
+Every test that touches the store runs against a real SQLite file and, when
+FRONTDESK_TEST_POSTGRES_URL is set (``.ci/run`` sets it), against a real PostgreSQL too.
+Model behaviour comes from the script provider; real model requests are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic_ai.models
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.migrate import upgrade
+from frontdesk.platform.store.schema import Base
+
+# Tests never reach a paid model: pydantic-ai's real providers raise before any request.
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+os.environ.pop("FRONTDESK_MODEL_CHAT", None)
+os.environ["FRONTDESK_CONFIG"] = "/nonexistent/frontdesk.toml"  # a developer's own file must not leak in
+
+POSTGRES_URL = os.environ.get("FRONTDESK_TEST_POSTGRES_URL")
+BACKENDS = ["sqlite", *(["postgresql"] if POSTGRES_URL else [])]
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test (migrating per test is slow)."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+
+    async def build() -> None:
+        db = Database.from_url(f"sqlite+aiosqlite:///{path}")
+        await upgrade(db)
+        await db.dispose()
+
+    _run(build())
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str | None]:
+    """A throwaway PostgreSQL database for this test session, migrated once."""
+    if not POSTGRES_URL:
+        yield None
+        return
+    import asyncpg
+
+    name = f"frontdesk_test_{uuid.uuid4().hex[:10]}"
+    admin = make_url(POSTGRES_URL).set(drivername="postgresql")
+
+    async def admin_exec(sql: str) -> None:
+        conn = await asyncpg.connect(admin.render_as_string(hide_password=False))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    _run(admin_exec(f'CREATE DATABASE "{name}"'))
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+
+    async def migrate() -> None:
+        db = Database.from_url(url)
+        await upgrade(db)
+        await db.dispose()
+
+    _run(migrate())
+    yield url
+    _run(admin_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path, postgres_database: str | None) -> str:
+    if request.param == "sqlite":
+        path = tmp_path / "frontdesk.db"
+        shutil.copy(sqlite_template, path)
+        return f"sqlite+aiosqlite:///{path}"
+    assert postgres_database is not None
+    return postgres_database
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database.from_url(database_url)
+    if database.dialect == "postgresql":
+        tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
+        async with database.engine.begin() as conn:
+            await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    yield database
+    await database.dispose()

@@ -1,0 +1,102 @@
+"""Building blocks for tests: a runtime on a test database with a scripted model, and waits."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from sqlalchemy import func, select
+
+from frontdesk.demo import DemoAccounts, seed_demo
+from frontdesk.ingestion.events import InboundMessage
+from frontdesk.platform.models.gateway import ModelClient, ModelGateway, PydanticAIClient
+from frontdesk.platform.models.script import Script, script_model
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Job, Message, Receipt, TurnTrace
+from frontdesk.runtime import Runtime
+from frontdesk.settings import Settings
+
+FAST = {
+    "quiet_window_s": 0.2,
+    "quiet_window_cap_s": 3.0,
+    "media_ready_timeout_s": 2.0,
+    "poll_interval_s": 0.05,
+    "sweeper_interval_s": 3600.0,  # tests run sweeps explicitly
+    "workers": 2,
+}
+
+
+def script_client(script: dict[str, Any]) -> ModelClient:
+    parsed = Script.model_validate(script)
+    return PydanticAIClient(script_model(parsed), f"script:{parsed.name}", timeout_s=30)
+
+
+def reply(text: str, **extra: Any) -> dict[str, Any]:
+    return {"reply": text, **extra}
+
+
+async def make_runtime(db: Database, script: dict[str, Any] | ModelClient, **settings: Any) -> tuple[Runtime, DemoAccounts]:
+    client = script if not isinstance(script, dict) else script_client(script)
+    runtime = Runtime.build(
+        Settings(**{**FAST, **settings}), gateway=ModelGateway.with_clients({"chat": client}), db=db
+    )
+    accounts = await seed_demo(db, runtime.clock)
+    return runtime, accounts
+
+
+def message(account: str, text: str, *, session: str = "s1", msg_id: str | None = None, **extra: Any) -> InboundMessage:
+    return InboundMessage(
+        channel_account_id=account,
+        contact_external_id=session,
+        channel_message_id=f"{session}:{msg_id or text}",
+        text=text,
+        **extra,
+    )
+
+
+async def count(db: Database, model: Any, *where: Any) -> int:
+    async with db.transaction() as session:
+        return int(await session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
+
+
+async def replies(db: Database, conversation_id: str | None = None) -> list[Message]:
+    async with db.transaction() as session:
+        query = select(Message).where(Message.role == "assistant").order_by(Message.id)
+        if conversation_id:
+            query = query.where(Message.conversation_id == conversation_id)
+        return list(await session.scalars(query))
+
+
+async def traces(db: Database) -> list[TurnTrace]:
+    async with db.transaction() as session:
+        return list(await session.scalars(select(TurnTrace).order_by(TurnTrace.id)))
+
+
+async def receipts(db: Database) -> list[Receipt]:
+    async with db.transaction() as session:
+        return list(await session.scalars(select(Receipt).order_by(Receipt.id)))
+
+
+async def wait_idle(db: Database, timeout_s: float = 10.0, settle_s: float = 0.3) -> None:
+    """Until no job is queued or running and every customer message has been processed."""
+    deadline = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    while time.monotonic() < deadline:
+        busy = await count(db, Job, Job.status.in_(["queued", "running"]))
+        pending = await count(db, Message, Message.role == "user", Message.processed_at.is_(None))
+        if busy == 0 and pending == 0:
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since >= settle_s:
+                return
+        else:
+            quiet_since = None
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not idle after {timeout_s}s: {busy} jobs busy, {pending} messages unprocessed")
+
+
+async def reply_texts(db: Database) -> list[str]:
+    """What the customer read, one string per assistant message (blocks joined)."""
+    from frontdesk.ingestion.assembler import message_text
+
+    return [message_text(m) for m in await replies(db)]

@@ -1,0 +1,169 @@
+"""Invariant 5: one turn per conversation — bursts, mid-turn arrivals, races, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+from sqlalchemy import update
+
+from frontdesk.platform.store.schema import Conversation, Job, Message
+
+ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
+
+
+async def test_burst_of_three_messages_gets_one_reply(db):
+    runtime, accounts = await make_runtime(db, ECHO)
+    runtime.runner.start()
+    try:
+        for text in ("hi", "I need business cards", "500 of them"):
+            await runtime.ingestor.ingest(message(accounts.terminal_id, text))
+            await asyncio.sleep(0.05)
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == ["got: hi\nI need business cards\n500 of them"]
+    (trace,) = await traces(db)
+    assert (trace.batch_size, trace.outcome, trace.steps) == (3, "replied", 1)
+    assert trace.batch_span_ms >= 80
+    assert {"quiet_window_ms", "generation_ms", "delivery_ms", "total_ms"} <= set(trace.latency_ms)
+
+
+async def test_message_sent_while_reply_is_generated_gets_exactly_one_more_reply(db):
+    slow = {"name": "slow", "default": [reply("re: {user_text}", delay_ms=800)]}
+    runtime, accounts = await make_runtime(db, slow)
+    runtime.runner.start()
+    try:
+        await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+        await asyncio.sleep(0.2 + 0.4)  # quiet window passed: the first turn is generating
+        await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
+        await runtime.ingestor.ingest(message(accounts.terminal_id, "third"))
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == ["re: first", "re: second\nthird"]
+    assert [t.batch_size for t in await traces(db)] == [1, 2]
+
+
+async def test_redelivered_message_changes_nothing(db):
+    runtime, accounts = await make_runtime(db, ECHO)
+    first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello", msg_id="m1"))
+    await runtime.runner.run_once()
+    again = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello", msg_id="m1"))
+
+    assert again.duplicate and again.message_id == first.message_id
+    assert await count(db, Message) == 2  # the customer's message and one reply
+    assert await count(db, Job, Job.status == "queued") == 0
+    assert not await runtime.runner.run_once()
+
+
+async def test_two_workers_racing_for_one_conversation_run_one_turn(db):
+    runtime, accounts = await make_runtime(db, {"name": "s", "default": [reply("one", delay_ms=200)]}, quiet_window_s=0)
+    result = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
+
+    turns = await asyncio.gather(
+        runtime.assembler.process(result.conversation_id, "worker-a"),
+        runtime.assembler.process(result.conversation_id, "worker-b"),
+    )
+
+    assert sorted(turns) == [0, 1]
+    assert len(await replies(db)) == 1
+
+
+async def test_turn_abandoned_by_a_dead_process_is_finished_once_by_the_sweeper(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, job_lease_s=5)
+    result = await runtime.ingestor.ingest(message(accounts.terminal_id, "anyone there?"))
+    # The process that claimed the job and took the lease died: both leases stop being renewed.
+    dead = await runtime.queue.claim("dead-host:1/0")
+    assert dead is not None
+    assert await runtime.assembler._lease.acquire(result.conversation_id, "dead-host:1/0/job1")
+    past = runtime.clock.now() - timedelta(seconds=1)
+    async with db.transaction() as session:
+        await session.execute(update(Conversation).values(lock_until=past))
+        await session.execute(update(Job).values(locked_until=past))
+
+    assert await runtime.runner.sweep_once() >= 1
+    while await runtime.runner.run_once():
+        pass
+    await runtime.runner.sweep_once()
+    while await runtime.runner.run_once():
+        pass
+
+    assert await reply_texts(db) == ["got: anyone there?"]
+    assert await count(db, Message, Message.processed_at.is_(None)) == 0
+
+
+async def test_unanswered_conversation_without_a_job_is_requeued_by_the_sweeper(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "lost job"))
+    async with db.transaction() as session:  # e.g. the job row was purged by hand
+        await session.execute(update(Job).values(status="dead"))
+
+    assert await runtime.runner.sweep_once() == 1
+    assert await runtime.runner.sweep_once() == 0  # a queued job now stands for it
+    await runtime.runner.run_once()
+    assert len(await replies(db)) == 1
+
+
+async def test_holder_whose_lease_was_taken_over_commits_nothing(db):
+    gate = asyncio.Event()
+
+    class Stalling:
+        name = "stalling"
+
+        async def request(self, messages, params):
+            from pydantic_ai import ModelResponse, ToolCallPart
+
+            await gate.wait()
+            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": "late"}]})])
+
+    runtime, accounts = await make_runtime(db, Stalling(), quiet_window_s=0, lease_ttl_s=30)
+    result = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
+    stale = asyncio.create_task(runtime.assembler.process(result.conversation_id, "old-holder"))
+    await asyncio.sleep(0.3)
+    async with db.transaction() as session:  # the old holder stalled past its lease; someone took over
+        await session.execute(update(Conversation).values(lock_owner="new-holder"))
+    gate.set()
+
+    assert await stale == 0
+    assert await replies(db) == []
+    assert await count(db, Message, Message.processed_at.is_(None)) == 1  # left for the new holder
+
+
+async def test_readiness_gate_waits_for_pending_media(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    pending = await runtime.ingestor.ingest(
+        message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
+    )
+    turn = asyncio.create_task(runtime.assembler.process(pending.conversation_id, "w"))
+    await asyncio.sleep(0.5)
+    assert not turn.done()
+    await runtime.ingestor.mark_ready(pending.message_id, "a quote for 500 cards please")
+    await turn
+
+    assert await reply_texts(db) == ["got: a quote for 500 cards please"]
+
+
+async def test_readiness_gate_times_out_to_the_placeholder(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.3)
+    pending = await runtime.ingestor.ingest(
+        message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
+    )
+    await runtime.assembler.process(pending.conversation_id, "w")
+
+    assert await reply_texts(db) == ["got: (voice message — transcribing)"]
+
+
+async def test_conversation_taken_by_a_human_gets_no_agent_reply(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello"))
+    async with db.transaction() as session:
+        await session.execute(update(Conversation).values(ai_enabled=False))
+
+    await runtime.assembler.process(first.conversation_id, "w")
+
+    assert await replies(db) == []
+    assert await count(db, Message, Message.processed_at.is_(None)) == 0
