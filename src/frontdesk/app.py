@@ -71,7 +71,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
-            {"field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")), "problem": e.get("msg")}
+            {
+                "field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")),
+                "problem": e.get("msg"),
+            }
             for e in exc.errors()
         ]
         message = "invalid request: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details)

@@ -132,14 +132,22 @@ async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
             )
         )
         conversation_id = result.conversation_id
-        deadline = asyncio.get_running_loop().time() + runtime.settings.quiet_window_cap_s + runtime.settings.model_timeout_s
+        deadline = (
+            asyncio.get_running_loop().time() + runtime.settings.quiet_window_cap_s + runtime.settings.model_timeout_s
+        )
         while asyncio.get_running_loop().time() < deadline:
             ticket = runtime.signals.ticket(conversation_id)
-            replies = await read_transcript(runtime.db, conversation_id, after_id=max(shown, result.message_id), roles=("assistant",))
+            replies = await read_transcript(
+                runtime.db, conversation_id, after_id=max(shown, result.message_id), roles=("assistant",)
+            )
             if replies:
                 for entry in replies:
                     for block in entry.blocks:
-                        text = block.text if block.type == "text" else f"[images] {' '.join(map(str, block.urls))} {block.caption or ''}"
+                        text = (
+                            block.text
+                            if block.type == "text"
+                            else f"[images] {' '.join(map(str, block.urls))} {block.caption or ''}"
+                        )
                         typer.echo(f"agent> {text}")
                     shown = entry.id
                 break

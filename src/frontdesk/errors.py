@@ -1,13 +1,13 @@
 """The typed error tree. HTTP responses are made from these in one place (``app.py``).
 
-    FrontdeskError
-    ├── ConfigError            our fault: a bad setting, an unknown model string
-    ├── PayloadError           the sender's fault: malformed or invalid input        → 400 / 422
-    │   └── ConflictError      an idempotency key reused with different content      → 409
-    ├── AuthError              the sender is not who they claim to be                → 401
-    ├── NotFoundError          an id in the URL names nothing we know                → 404
-    ├── ModelAPIError          a model vendor failed (status, retry_after)
-    └── ChannelAPIError        a messaging platform failed (status, retry_after)
+FrontdeskError
+├── ConfigError            our fault: a bad setting, an unknown model string
+├── PayloadError           the sender's fault: malformed or invalid input        → 400 / 422
+│   └── ConflictError      an idempotency key reused with different content      → 409
+├── AuthError              the sender is not who they claim to be                → 401
+├── NotFoundError          an id in the URL names nothing we know                → 404
+├── ModelAPIError          a model vendor failed (status, retry_after)
+└── ChannelAPIError        a messaging platform failed (status, retry_after)
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.delivery import Deliverer
 from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
-from frontdesk.platform.models.gateway import ModelGateway
+from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.workers import JobRunner
@@ -100,7 +100,10 @@ class Runtime:
 def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
     slots = {"chat": settings.model_chat, "utility": settings.model_utility, "embeddings": settings.model_embeddings}
     if settings.model_chat:
-        return ModelGateway(slots, timeout_s=settings.model_timeout_s), f"Model: {settings.model_chat.split('#')[-1]}"
+        gateway = ModelGateway(slots, timeout_s=settings.model_timeout_s)
+        gateway.client("chat")  # a missing API key or bad model string fails at start-up, not mid-turn
+        spec = parse_model_spec(settings.model_chat)
+        return gateway, f"Model: {spec.provider}:{spec.model}"  # never the base URL: the page is public
     log.warning("no chat model configured (FRONTDESK_MODEL_CHAT): replies come from the offline demo script")
     slots["chat"] = DEMO_MODEL
     label = "Offline demo model (scripted) — set FRONTDESK_MODEL_CHAT for a real one"

@@ -38,7 +38,8 @@ async def api(db, script=ECHO, **settings_: Any) -> AsyncIterator[tuple[Any, htt
     """In-process client; jobs run only when the test says so (``drain``)."""
     runtime, accounts = await make_runtime(db, script, quiet_window_s=0, **settings_)
     app = create_app(runtime, run_workers=False)
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://test") as client:
+    transport = httpx2.ASGITransport(app=app, raise_app_exceptions=False)  # a crash is a 500, as over the wire
+    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
         yield runtime, client, accounts
 
 
@@ -162,6 +163,25 @@ async def test_text_over_the_limit_is_rejected_naming_the_limit(db):
     assert "10" in over.json()["error"]["message"]
 
 
+@pytest.mark.xfail(strict=True, reason="SRC BUG: session:id can exceed InboundMessage.channel_message_id max 200 -> 500")
+async def test_longest_allowed_session_and_id_are_accepted_not_a_server_error(db):
+    async with api(db) as (_, client, accounts):
+        response = await client.post(
+            f"/v1/webchat/{accounts.webchat_id}/messages", json={"session": "s" * 128, "id": "i" * 128, "text": "hi"}
+        )
+
+    assert response.status_code in (202, 422), response.text
+
+
+async def test_text_with_a_nul_character_is_not_a_server_error(db, request):
+    if db.dialect == "postgresql":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="SRC BUG: PostgreSQL text rejects U+0000 -> 500"))
+    async with api(db) as (_, client, accounts):
+        response = await client.post(f"/v1/webchat/{accounts.webchat_id}/messages", json={"session": "s", "id": "n", "text": "a\u0000b"})
+
+    assert response.status_code in (202, 422), response.text
+
+
 @pytest.mark.parametrize("query", [{}, {"session": "bad session!"}])
 async def test_transcript_without_a_valid_session_is_422(db, query):
     async with api(db) as (_, client, accounts):
@@ -239,14 +259,17 @@ async def test_chat_page_escapes_a_hostile_business_name(db):
 
 # -- never a 5xx
 
+# Known src bugs are kept out (tests above): session+id over 200 chars, U+0000 in text on PostgreSQL.
+no_nul = st.characters(exclude_characters="\x00")
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(no_nul, max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=10,
 )
-tokens = st.from_regex(r"[A-Za-z0-9._:-]{1,128}", fullmatch=True) | st.text(max_size=140)
+tokens = st.from_regex(r"[A-Za-z0-9._:-]{1,64}", fullmatch=True) | st.text(max_size=140)
+texts = st.text(no_nul, max_size=60)
 message_like = st.fixed_dictionaries(
-    {"session": tokens, "id": tokens, "text": st.text(max_size=60) | json_values},
+    {"session": tokens, "id": tokens, "text": texts | json_values},
     optional={"extra": json_values},
 )
 bodies = message_like.map(lambda b: json.dumps(b).encode()) | json_values.map(lambda v: json.dumps(v).encode()) | st.binary(max_size=80)
@@ -258,7 +281,7 @@ async def shared_api(db):
         yield ctx
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=bodies)
 async def test_no_request_body_causes_a_server_error(shared_api, body):
     _, client, accounts = shared_api

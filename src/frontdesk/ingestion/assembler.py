@@ -19,7 +19,7 @@ from sqlalchemy import and_, exists, literal, or_, select, update
 
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, conversation_job_key
 from frontdesk.ingestion.lease import ConversationLease
-from frontdesk.output.blocks import blocks_adapter
+from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import QUEUED, RUNNING, JobQueue
@@ -28,7 +28,6 @@ from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversatio
 from frontdesk.reasoning.agent import Agent
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn, TurnMessage
-from frontdesk.output.blocks import text_blocks
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +108,7 @@ class TurnAssembler:
             waited_s = time.monotonic() - started
             if silent_s >= self._timing.quiet_window_s or waited_s >= self._timing.quiet_window_cap_s:
                 break
-            await asyncio.sleep(
-                min(self._timing.quiet_window_s - silent_s, self._timing.quiet_window_cap_s - waited_s)
-            )
+            await asyncio.sleep(min(self._timing.quiet_window_s - silent_s, self._timing.quiet_window_cap_s - waited_s))
         quiet_ms = (time.monotonic() - started) * 1000
         gate_started = time.monotonic()
         while any(r.status == "pending" for r in rows):
@@ -119,7 +116,10 @@ class TurnAssembler:
                 break  # ship with the placeholder text rather than never answering
             await asyncio.sleep(self._timing.media_poll_s)
             rows = await self._unprocessed(conversation_id)
-        waits = {"quiet_window_ms": round(quiet_ms, 2), "readiness_ms": round((time.monotonic() - gate_started) * 1000, 2)}
+        waits = {
+            "quiet_window_ms": round(quiet_ms, 2),
+            "readiness_ms": round((time.monotonic() - gate_started) * 1000, 2),
+        }
         return thread, rows, waits
 
     async def _thread(self, conversation_id: str) -> _Thread | None:
@@ -257,7 +257,9 @@ class TurnAssembler:
                     "generation_ms": round(generation_ms, 2),
                     "commit_ms": round(commit_ms, 2),
                     "delivery_ms": round(delivery_ms, 2),
-                    "total_ms": round((time.monotonic() - t0) * 1000 + waits["quiet_window_ms"] + waits["readiness_ms"], 2),
+                    "total_ms": round(
+                        (time.monotonic() - t0) * 1000 + waits["quiet_window_ms"] + waits["readiness_ms"], 2
+                    ),
                     "delivery_status": status,
                 }
 

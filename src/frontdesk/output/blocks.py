@@ -1,4 +1,4 @@
-"""The reply contract (invariant 8's payload): 1–8 typed blocks, discriminated by ``type``.
+"""The reply contract (invariant 8's payload): 1 to 8 typed blocks, discriminated by ``type``.
 
 This is the schema the model fills through the terminal ``reply`` tool, what the store keeps for
 an assistant message, and what every renderer compiles to its platform's native calls.

@@ -32,7 +32,12 @@ class TranscriptEntry:
 
 
 async def read_transcript(
-    db: Database, conversation_id: str, *, after_id: int = 0, roles: tuple[str, ...] = ("user", "assistant"), limit: int = 200
+    db: Database,
+    conversation_id: str,
+    *,
+    after_id: int = 0,
+    roles: tuple[str, ...] = ("user", "assistant"),
+    limit: int = 200,
 ) -> list[TranscriptEntry]:
     """The newest ``limit`` messages after ``after_id``, oldest first."""
     async with db.transaction() as session:

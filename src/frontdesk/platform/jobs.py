@@ -67,10 +67,7 @@ class JobQueue:
             # run it without seeing our uncommitted message. A job being claimed (locked) is skipped,
             # so we add a fresh one instead.
             waiting = await session.scalar(
-                select(Job.id)
-                .where(Job.key == key, Job.status == QUEUED)
-                .limit(1)
-                .with_for_update(skip_locked=True)
+                select(Job.id).where(Job.key == key, Job.status == QUEUED).limit(1).with_for_update(skip_locked=True)
             )
             if waiting is not None:
                 return False
@@ -171,9 +168,7 @@ class JobQueue:
         async with self._db.transaction() as session:
             stale = (
                 await session.scalars(
-                    select(Job).where(Job.status == RUNNING, Job.locked_until < now).with_for_update(
-                        skip_locked=True
-                    )
+                    select(Job).where(Job.status == RUNNING, Job.locked_until < now).with_for_update(skip_locked=True)
                 )
             ).all()
             for job in stale:
@@ -187,8 +182,4 @@ class JobQueue:
 
     async def has_pending(self, key: str) -> bool:
         async with self._db.transaction() as session:
-            return bool(
-                await session.scalar(
-                    select(exists().where(Job.key == key, Job.status.in_([QUEUED, RUNNING])))
-                )
-            )
+            return bool(await session.scalar(select(exists().where(Job.key == key, Job.status.in_([QUEUED, RUNNING])))))

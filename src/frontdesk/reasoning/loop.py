@@ -172,7 +172,9 @@ async def _run_tool(
     if tool is None:
         record["error"] = "not offered this turn"
         available = ", ".join([*by_name, REPLY_TOOL])
-        return _retry(call, f"Tool {call.tool_name!r} is not available. Available tools: {available}.", "unavailable_tool")
+        return _retry(
+            call, f"Tool {call.tool_name!r} is not available. Available tools: {available}.", "unavailable_tool"
+        )
     try:
         arguments = tool.input_model.model_validate(call.args_as_dict(raise_if_invalid=True))
     except (ValidationError, ValueError) as exc:

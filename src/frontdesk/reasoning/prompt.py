@@ -33,7 +33,9 @@ def prefix_hash(prefix: str) -> str:
 def build_messages(turn: Turn, now: datetime) -> list[ModelMessage]:
     """System parts, then the stored history, then the batch as one customer message."""
     messages: list[ModelMessage] = [
-        ModelRequest(parts=[SystemPromptPart(static_prefix(turn)), SystemPromptPart(f"Current time (UTC): {now:%Y-%m-%d %H:%M}")])
+        ModelRequest(
+            parts=[SystemPromptPart(static_prefix(turn)), SystemPromptPart(f"Current time (UTC): {now:%Y-%m-%d %H:%M}")]
+        )
     ]
     for message in turn.history:
         if message.role == "assistant":

@@ -33,9 +33,16 @@ class ModelSpec:
     base_url: str | None = None
 
     def __str__(self) -> str:
+        """The spec as shown in traces and logs: credentials in a base URL are masked."""
         if self.base_url:
-            return f"{self.provider}:{self.base_url}#{self.model}"
+            return f"{self.provider}:{_mask_userinfo(self.base_url)}#{self.model}"
         return f"{self.provider}:{self.model}"
+
+
+def _mask_userinfo(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.partition("@")
+    return f"{scheme}{sep}***@{host}" if at and "/" not in userinfo else url
 
 
 def parse_model_spec(value: str) -> ModelSpec:
@@ -58,9 +65,7 @@ class ModelClient(Protocol):
     @property
     def name(self) -> str: ...
 
-    async def request(
-        self, messages: Sequence[ModelMessage], params: ModelRequestParameters
-    ) -> ModelResponse: ...
+    async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse: ...
 
 
 class PydanticAIClient:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from frontdesk.errors import ConflictError, PayloadError
 from frontdesk.ingestion.channels._deps import ChannelDeps
@@ -39,6 +39,14 @@ class WebchatInbound(BaseModel):
     id: str = Field(pattern=TOKEN_PATTERN)
     text: str = Field(min_length=1)
 
+    @field_validator("text")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        # PostgreSQL cannot store NUL in text; no person types one.
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+        return value
+
 
 def parse_inbound(raw: bytes, max_text_chars: int) -> WebchatInbound:
     try:
@@ -48,7 +56,9 @@ def parse_inbound(raw: bytes, max_text_chars: int) -> WebchatInbound:
         if any(e["type"] in ("json_invalid", "json_type") for e in errors):
             raise PayloadError("the body must be a JSON object", malformed=True) from exc
         details = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in errors]
-        raise PayloadError("invalid message: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details), details=details) from exc
+        raise PayloadError(
+            "invalid message: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details), details=details
+        ) from exc
     if len(body.text) > max_text_chars:
         raise PayloadError(
             f"text is {len(body.text)} characters; the limit is {max_text_chars}",
@@ -64,7 +74,12 @@ def build_router(deps: ChannelDeps) -> APIRouter:
         "/v1/webchat/{channel_account_id}/messages",
         status_code=202,
         responses={200: {"description": "duplicate id: the earlier message"}, 400: {}, 404: {}, 409: {}, 422: {}},
-        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": WebchatInbound.model_json_schema()}}}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": WebchatInbound.model_json_schema()}},
+            }
+        },
     )
     async def post_message(channel_account_id: str, request: Request) -> JSONResponse:
         body = parse_inbound(await request.body(), deps.max_text_chars)

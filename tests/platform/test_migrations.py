@@ -1,0 +1,168 @@
+"""The migrations build exactly the schema the code declares, on SQLite and PostgreSQL, and the
+database settings that make SQLite safe under bursts are in force."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from frontdesk.demo import seed_demo
+from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.store.engine import SQLITE_BUSY_TIMEOUT_MS, Database
+from frontdesk.platform.store.migrate import alembic_config, current_revision, upgrade
+from frontdesk.platform.store.schema import Base, Contact, Conversation, Message
+
+NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+async def schema_diff(db: Database) -> list:
+    def compare(connection) -> list:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return compare_metadata(context, Base.metadata)
+
+    async with db.engine.connect() as connection:
+        return await connection.run_sync(compare)
+
+
+async def table_names(db: Database) -> set[str]:
+    async with db.engine.connect() as connection:
+        return set(await connection.run_sync(lambda c: inspect(c).get_table_names()))
+
+
+# -- the schema ------------------------------------------------------------------------------------
+
+
+async def test_migrated_schema_matches_the_declared_tables(db):
+    assert await schema_diff(db) == []
+
+
+async def test_migrated_database_is_at_the_head_revision(db):
+    assert await current_revision(db) == head_revision()
+
+
+async def test_upgrading_an_up_to_date_database_again_changes_nothing(db):
+    await upgrade(db)
+    await upgrade(db)
+
+    assert await current_revision(db) == head_revision()
+    assert await schema_diff(db) == []
+
+
+async def test_fresh_sqlite_file_upgrades_from_nothing(tmp_path: Path):
+    path = tmp_path / "new" / "fresh.db"
+    path.parent.mkdir()
+    db = Database.from_url(f"sqlite+aiosqlite:///{path}")
+    try:
+        assert await current_revision(db) is None
+        assert await table_names(db) == set()
+
+        await upgrade(db)
+
+        assert await current_revision(db) == head_revision()
+        assert await table_names(db) == {*Base.metadata.tables, "alembic_version"}
+        assert await schema_diff(db) == []
+    finally:
+        await db.dispose()
+    assert path.exists()
+
+
+# -- constraints -----------------------------------------------------------------------------------
+
+
+async def _conversation(db: Database) -> tuple[str, str]:
+    accounts = await seed_demo(db, SystemClock())
+    async with db.transaction() as session:
+        session.add(
+            Contact(
+                id="ct_1",
+                tenant_id=accounts.tenant_id,
+                channel_account_id=accounts.webchat_id,
+                external_id="session-1",
+                created_at=NOW,
+            )
+        )
+        await session.flush()
+        session.add(
+            Conversation(
+                id="conv_1",
+                tenant_id=accounts.tenant_id,
+                channel_account_id=accounts.webchat_id,
+                contact_id="ct_1",
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
+    return accounts.webchat_id, "conv_1"
+
+
+def _message(account_id: str, conversation_id: str, channel_message_id: str | None, role: str = "user") -> Message:
+    return Message(
+        conversation_id=conversation_id,
+        channel_account_id=account_id,
+        channel_message_id=channel_message_id,
+        role=role,
+        content_type="text",
+        content="hello",
+        created_at=NOW,
+    )
+
+
+async def test_the_same_platform_message_cannot_be_stored_twice(db):
+    account_id, conversation_id = await _conversation(db)
+    async with db.transaction() as session:
+        session.add(_message(account_id, conversation_id, "platform-msg-1"))
+
+    with pytest.raises(IntegrityError):
+        async with db.transaction() as session:
+            session.add(_message(account_id, conversation_id, "platform-msg-1"))
+
+    async with db.transaction() as session:
+        # A different platform message, and our own replies (no platform id), are all fine.
+        session.add(_message(account_id, conversation_id, "platform-msg-2"))
+        session.add(_message(account_id, conversation_id, None, role="assistant"))
+        session.add(_message(account_id, conversation_id, None, role="assistant"))
+    async with db.engine.connect() as connection:
+        assert (await connection.execute(text("SELECT count(*) FROM messages"))).scalar() == 4
+
+
+# -- SQLite connection settings --------------------------------------------------------------------
+
+
+async def test_sqlite_connections_use_wal_and_a_busy_timeout(tmp_path: Path):
+    db = Database.from_url(f"sqlite+aiosqlite:///{tmp_path / 'wal.db'}")
+    try:
+        await upgrade(db)
+        async with db.engine.connect() as connection:
+            journal_mode = (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar()
+            busy_timeout = (await connection.exec_driver_sql("PRAGMA busy_timeout")).scalar()
+            foreign_keys = (await connection.exec_driver_sql("PRAGMA foreign_keys")).scalar()
+    finally:
+        await db.dispose()
+
+    assert str(journal_mode).lower() == "wal"
+    assert busy_timeout == SQLITE_BUSY_TIMEOUT_MS >= 5000
+    assert foreign_keys == 1
+
+
+async def test_sqlite_rejects_a_message_for_an_unknown_conversation(tmp_path: Path):
+    db = Database.from_url(f"sqlite+aiosqlite:///{tmp_path / 'fk.db'}")
+    try:
+        await upgrade(db)
+        with pytest.raises(IntegrityError):
+            async with db.transaction() as session:
+                session.add(_message("no-such-account", "no-such-conversation", "m1"))
+    finally:
+        await db.dispose()
