@@ -118,7 +118,7 @@ def bench_settings(database_url: str, args: argparse.Namespace) -> Settings:
         quiet_window_s=0.0,
         media_ready_timeout_s=0.0,
         workers=args.workers,
-        poll_interval_s=0.01,
+        poll_interval_s=args.poll_interval,
         sweeper_interval_s=3600.0,  # no sweeps during the measurement
         model_timeout_s=30.0,
     )
@@ -362,6 +362,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sessions", type=int, default=50, help="sessions the sequential turns rotate over (default 50)")
     parser.add_argument("--concurrent", type=int, default=200, help="turns enqueued at once in the concurrent phase (default 200)")
     parser.add_argument("--workers", type=int, default=4, help="JobRunner workers in the concurrent phase (default 4)")
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=0.05,
+        help="JobRunner idle poll interval, s (default 0.05; ingest wakes workers in-process anyway)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="bound on the concurrent phase, seconds (default 60)")
     parser.add_argument(
         "--postgres-url",

@@ -70,6 +70,7 @@ class Runtime:
             ConversationLease(db, clock, settings.lease_ttl_s),
             Agent(gateway, clock, LoopLimits(max_steps=settings.max_steps)),
             deliverer,
+            queue,
             AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
         )
         runner_ref: list[JobRunner] = []

@@ -8,7 +8,6 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from harness import count
 from sqlalchemy import select
 
 from frontdesk.platform.clock import SystemClock
@@ -16,6 +15,7 @@ from frontdesk.platform.jobs import JobPolicy, JobQueue
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Job
 from frontdesk.platform.workers import JobRunner
+from harness import count
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -143,7 +143,8 @@ async def test_job_not_yet_due_is_not_claimed_until_its_time(db):
     assert await queue.claim("w") is None
     clock.advance(1)
     job = await queue.claim("w")
-    assert job is not None and job.kind == "later"
+    assert job is not None
+    assert job.kind == "later"
 
 
 async def test_due_jobs_are_claimed_oldest_first(db):

@@ -1,19 +1,22 @@
 """The turn assembler (invariant 5): one agent run per burst, one more per mid-turn arrival.
 
 ``process(conversation_id)`` is the ``process_conversation`` job. It takes the conversation's
-lease (losers return at once and leave their rows for the winner), waits for a quiet window,
-holds for pending media (bounded), runs one turn over every unprocessed customer message,
-commits the reply under the lease fence, delivers it, and drains: rows that arrived mid-turn
-get another pass. After releasing the lease it looks once more, so a message whose job lost
-the race in the instant before release is not stranded.
+lease (losers return at once and leave their rows for the winner). If the conversation is not
+quiet yet (the last message is younger than the quiet window) or a pending media row is still
+being prepared, it does not sleep on a worker: it re-queues itself for the moment the window
+closes (bounded by the cap and the media timeout, both counted from the stored messages, so any
+instance reaches the same decision). Otherwise it runs one turn over every unprocessed customer
+message, commits the reply under the lease fence, delivers it, and drains: rows that arrived
+mid-turn get the same treatment. After releasing the lease it looks once more, so a message
+whose job lost the race in the instant before release is not stranded.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import and_, exists, literal, or_, select, update
 
@@ -39,7 +42,13 @@ class AssemblerTiming:
     quiet_window_s: float = 1.5
     quiet_window_cap_s: float = 10.0
     media_ready_timeout_s: float = 20.0
-    media_poll_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class _Defer:
+    """Not ready yet: run again in ``seconds``."""
+
+    seconds: float
 
 
 class LeaseLost(Exception):
@@ -61,9 +70,11 @@ class TurnAssembler:
         lease: ConversationLease,
         agent: Agent,
         deliverer: Deliverer,
+        queue: JobQueue,
         timing: AssemblerTiming,
     ) -> None:
         self._db = db
+        self._queue = queue
         self._clock = clock
         self._lease = lease
         self._agent = agent
@@ -71,55 +82,71 @@ class TurnAssembler:
         self._timing = timing
 
     async def process(self, conversation_id: str, owner: str) -> int:
-        """Run every turn this conversation needs now. Returns how many turns ran here."""
+        """Run every turn this conversation is ready for now. Returns how many turns ran here."""
         turns = 0
         while True:
             if not await self._lease.acquire(conversation_id, owner):
                 return turns
+            defer_s: float | None = None
             try:
                 async with self._lease.kept_alive(conversation_id, owner):
-                    while (collected := await self._collect(conversation_id)) is not None:
-                        thread, batch, waits = collected
-                        await self._run_turn(thread, batch, waits, owner)
+                    while True:
+                        collected = await self._collect(conversation_id)
+                        if isinstance(collected, _Defer):
+                            defer_s = collected.seconds
+                            break
+                        if collected is None:
+                            break
+                        await self._run_turn(*collected, owner)
                         turns += 1
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
                 return turns
             finally:
                 await self._lease.release(conversation_id, owner)
+            if defer_s is not None:
+                await self._come_back(conversation_id, defer_s)
+                return turns
             if not await self._unprocessed(conversation_id):
                 return turns
 
+    async def _come_back(self, conversation_id: str, delay_s: float) -> None:
+        async with self._db.transaction() as session:
+            await self._queue.enqueue(
+                session,
+                PROCESS_CONVERSATION,
+                {"conversation_id": conversation_id},
+                key=conversation_job_key(conversation_id),
+                coalesce=True,
+                delay_s=delay_s,
+            )
+        self._queue.notify()
+
     # -- collecting a batch
 
-    async def _collect(self, conversation_id: str) -> tuple[_Thread, list[Message], dict[str, float]] | None:
+    async def _collect(self, conversation_id: str) -> tuple[_Thread, list[Message], dict[str, Any]] | _Defer | None:
         thread = await self._thread(conversation_id)
         if thread is None:
             return None
         if not thread.conversation.ai_enabled:
             await self._mark_seen_without_reply(conversation_id)
             return None
-        started = time.monotonic()
-        while True:
-            rows = await self._unprocessed(conversation_id)
-            if not rows:
-                return None
-            silent_s = (self._clock.now() - rows[-1].created_at).total_seconds()
-            waited_s = time.monotonic() - started
-            if silent_s >= self._timing.quiet_window_s or waited_s >= self._timing.quiet_window_cap_s:
-                break
-            await asyncio.sleep(min(self._timing.quiet_window_s - silent_s, self._timing.quiet_window_cap_s - waited_s))
-        quiet_ms = (time.monotonic() - started) * 1000
-        gate_started = time.monotonic()
-        while any(r.status == "pending" for r in rows):
-            if time.monotonic() - gate_started >= self._timing.media_ready_timeout_s:
-                break  # ship with the placeholder text rather than never answering
-            await asyncio.sleep(self._timing.media_poll_s)
-            rows = await self._unprocessed(conversation_id)
-        waits = {
-            "quiet_window_ms": round(quiet_ms, 2),
-            "readiness_ms": round((time.monotonic() - gate_started) * 1000, 2),
-        }
+        rows = await self._unprocessed(conversation_id)
+        if not rows:
+            return None
+        timing = self._timing
+        now = self._clock.now()
+        silent_s = (now - rows[-1].created_at).total_seconds()
+        waited_s = (now - rows[0].created_at).total_seconds()
+        if silent_s < timing.quiet_window_s and waited_s < timing.quiet_window_cap_s:
+            return _Defer(min(timing.quiet_window_s - silent_s, timing.quiet_window_cap_s - waited_s))
+        pending = [r for r in rows if r.status == "pending"]
+        if pending:
+            pending_for_s = (now - pending[0].created_at).total_seconds()
+            if pending_for_s < timing.media_ready_timeout_s:
+                # ``Ingestor.mark_ready`` pulls this job forward as soon as the media is ready.
+                return _Defer(timing.media_ready_timeout_s - pending_for_s)
+        waits = {"wait_ms": round(waited_s * 1000, 2), "pending_media": len(pending)}
         return thread, rows, waits
 
     async def _thread(self, conversation_id: str) -> _Thread | None:
@@ -190,7 +217,7 @@ class TurnAssembler:
 
     # -- running a turn
 
-    async def _run_turn(self, thread: _Thread, batch: list[Message], waits: dict[str, float], owner: str) -> None:
+    async def _run_turn(self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str) -> None:
         conversation = thread.conversation
         started_at = self._clock.now()
         t0 = time.monotonic()
@@ -257,9 +284,7 @@ class TurnAssembler:
                     "generation_ms": round(generation_ms, 2),
                     "commit_ms": round(commit_ms, 2),
                     "delivery_ms": round(delivery_ms, 2),
-                    "total_ms": round(
-                        (time.monotonic() - t0) * 1000 + waits["quiet_window_ms"] + waits["readiness_ms"], 2
-                    ),
+                    "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
                     "delivery_status": status,
                 }
 

@@ -17,7 +17,7 @@ class InboundMessage(BaseModel):
     type: Literal["message"] = "message"
     channel_account_id: str
     contact_external_id: str = Field(min_length=1, max_length=200)
-    channel_message_id: str = Field(min_length=1, max_length=200)
+    channel_message_id: str = Field(min_length=1, max_length=300)
     content_type: ContentType = "text"
     text: str
     contact_name: str | None = None

@@ -148,7 +148,8 @@ class Ingestor:
             )
 
     async def mark_ready(self, message_id: int, text: str | None = None) -> None:
-        """Resolve a pending media placeholder (the readiness gate then lets the turn run)."""
+        """Resolve a pending media placeholder and let its conversation's turn run now
+        (the readiness gate had deferred it up to the media timeout)."""
         async with self._db.transaction() as session:
             message = await session.get(Message, message_id)
             if message is None:
@@ -156,3 +157,11 @@ class Ingestor:
             message.status = "ready"
             if text is not None:
                 message.content = text
+            await self._queue.enqueue(
+                session,
+                PROCESS_CONVERSATION,
+                {"conversation_id": message.conversation_id},
+                key=conversation_job_key(message.conversation_id),
+                coalesce=True,
+            )
+        self._queue.notify()

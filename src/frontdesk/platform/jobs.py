@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
@@ -58,18 +58,23 @@ class JobQueue:
         coalesce: bool = False,
         delay_s: float = 0.0,
     ) -> bool:
-        """Add a job inside the caller's transaction. With ``coalesce``, a job already queued
-        under the same key stands for this one (a duplicate would only lose the lease race).
-        Returns whether a row was added. Call ``notify()`` after the commit."""
+        """Add a job inside the caller's transaction. With ``coalesce``, one queued job per key
+        stands for all: an existing one is moved up to the earlier of the two due times instead of
+        adding a row (a duplicate would only lose the lease race). Returns whether a row was added.
+        Call ``notify()`` after the commit."""
         now = self._clock.now()
+        run_after = now + timedelta(seconds=delay_s)
         if coalesce and key is not None:
             # Lock the queued job while we decide: a worker claiming it right now would otherwise
-            # run it without seeing our uncommitted message. A job being claimed (locked) is skipped,
-            # so we add a fresh one instead.
+            # run it without seeing our uncommitted message. A job being claimed (locked) is
+            # skipped, so we add a fresh one instead.
             waiting = await session.scalar(
-                select(Job.id).where(Job.key == key, Job.status == QUEUED).limit(1).with_for_update(skip_locked=True)
+                select(Job).where(Job.key == key, Job.status == QUEUED).limit(1).with_for_update(skip_locked=True)
             )
             if waiting is not None:
+                if run_after < waiting.run_after:
+                    waiting.run_after = run_after
+                    waiting.updated_at = now
                 return False
         session.add(
             Job(
@@ -79,7 +84,7 @@ class JobQueue:
                 status=QUEUED,
                 attempts=0,
                 max_attempts=self.policy.max_attempts,
-                run_after=now + timedelta(seconds=delay_s),
+                run_after=run_after,
                 created_at=now,
                 updated_at=now,
             )
@@ -179,6 +184,16 @@ class JobQueue:
                 job.run_after = now
                 job.updated_at = now
         return len(stale)
+
+    async def seconds_until_next(self) -> float | None:
+        """How long until the earliest queued job is due (None: nothing queued)."""
+        async with self._db.transaction() as session:
+            due = await session.scalar(select(func.min(Job.run_after)).where(Job.status == QUEUED))
+        if due is None:
+            return None
+        if due.tzinfo is None:  # min() over SQLite text bypasses the column type
+            due = datetime.fromisoformat(str(due)).replace(tzinfo=UTC)
+        return max((due - self._clock.now()).total_seconds(), 0.0)
 
     async def has_pending(self, key: str) -> bool:
         async with self._db.transaction() as session:

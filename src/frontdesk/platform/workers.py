@@ -88,7 +88,19 @@ class JobRunner:
                 log.exception("worker %s could not claim a job", worker)
                 ran = False
             if not ran:
-                await self._queue.wait_for_work(self._poll_interval_s)
+                await self._queue.wait_for_work(await self._idle_timeout())
+
+    async def _idle_timeout(self) -> float:
+        """Sleep until the next delayed job is due, but no longer than the poll interval
+        (jobs queued by other instances do not wake us)."""
+        try:
+            due_in = await self._queue.seconds_until_next()
+        except Exception:
+            log.exception("could not read the next due job")
+            return self._poll_interval_s
+        if due_in is None:
+            return self._poll_interval_s
+        return min(self._poll_interval_s, max(due_in, 0.005))
 
     async def _run(self, job: ClaimedJob, worker: str) -> None:
         handler = self._handlers.get(job.kind)

@@ -124,7 +124,7 @@ class Message(Base):
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
     channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
-    channel_message_id: Mapped[str | None] = mapped_column(String(200))
+    channel_message_id: Mapped[str | None] = mapped_column(String(300))
     role: Mapped[str] = mapped_column(String(16))
     content_type: Mapped[str] = mapped_column(String(32))
     content: Mapped[str] = mapped_column(Text)

@@ -34,7 +34,7 @@ Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's 
 class WebchatInbound(BaseModel):
     """``POST /v1/webchat/{channel_account_id}/messages`` body."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
     session: str = Field(pattern=TOKEN_PATTERN)
     id: str = Field(pattern=TOKEN_PATTERN)
     text: str = Field(min_length=1)
@@ -45,6 +45,9 @@ class WebchatInbound(BaseModel):
         # PostgreSQL cannot store NUL in text; no person types one.
         if "\x00" in value:
             raise ValueError("text must not contain NUL characters")
+        value = value.strip()
+        if not value:
+            raise ValueError("text must not be blank")
         return value
 
 
@@ -53,7 +56,7 @@ def parse_inbound(raw: bytes, max_text_chars: int) -> WebchatInbound:
         body = WebchatInbound.model_validate_json(raw)
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
-        if any(e["type"] in ("json_invalid", "json_type") for e in errors):
+        if any(e["type"] in ("json_invalid", "json_type", "model_type") for e in errors):
             raise PayloadError("the body must be a JSON object", malformed=True) from exc
         details = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in errors]
         raise PayloadError(
