@@ -44,11 +44,10 @@ import json
 import os
 import secrets
 import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +72,7 @@ class SessionResult:
     acks_ms: list[float] = field(default_factory=list)
     ack_statuses: list[int] = field(default_factory=list)
     last_sent: float | None = None  # perf_counter when the burst's last POST was sent
+    last_acked: float | None = None  # perf_counter when the last of the burst's POSTs was answered
     reply_at: float | None = None  # perf_counter when its first assistant block arrived
     reply_via: str = ""
     stream_error: str | None = None
@@ -86,6 +86,12 @@ class SessionResult:
         if self.reply_at is None or self.last_sent is None:
             return None
         return (self.reply_at - self.last_sent) * 1000
+
+    @property
+    def reply_after_ack_ms(self) -> float | None:
+        if self.reply_at is None or self.last_acked is None:
+            return None
+        return (self.reply_at - self.last_acked) * 1000
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -127,25 +133,29 @@ async def own_server(args: argparse.Namespace, tmp: Path) -> AsyncIterator[str]:
     if args.workers is not None:
         env["FRONTDESK_WORKERS"] = str(args.workers)
     log_path = tmp / "server.log"
-    command = [sys.executable, "-c", "from frontdesk.cli import main; main()", "demo", "--host", LOOPBACK, "--port", str(port)]
+    command = [sys.executable, "-c", "from frontdesk.cli import main; main()", "demo"]
+    command += ["--host", LOOPBACK, "--port", str(port)]
     base = f"http://{LOOPBACK}:{port}"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = await asyncio.create_subprocess_exec(
+            *command, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL
+        )
     try:
         await wait_healthy(base, proc, log_path)
         yield base
     finally:
-        stop_process(proc)
+        await stop_process(proc)
         if args.server_log:
-            print(f"--- server log ({log_path}) ---\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+            text = await asyncio.to_thread(log_path.read_text, errors="replace")
+            print(f"--- server log ({log_path}) ---\n{text}", file=sys.stderr)
 
 
-async def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None, log_path: Path | None) -> None:
+async def wait_healthy(base: str, proc: asyncio.subprocess.Process | None, log_path: Path | None) -> None:
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     async with httpx2.AsyncClient(base_url=base, trust_env=False, timeout=2.0) as client:
         while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
+            if proc is not None and proc.returncode is not None:
+                tail = (await asyncio.to_thread(log_path.read_text, errors="replace"))[-3000:] if log_path else ""
                 raise SystemExit(f"server exited with code {proc.returncode} before becoming healthy:\n{tail}")
             with contextlib.suppress(httpx2.TransportError):
                 if (await client.get("/healthz")).status_code == 200:
@@ -154,15 +164,15 @@ async def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None, log_path
     raise SystemExit(f"{base}/healthz did not answer 200 within {HEALTH_TIMEOUT_S:.0f}s")
 
 
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
+async def stop_process(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
         return
     proc.terminate()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
+        await asyncio.wait_for(proc.wait(), 15)
+    except TimeoutError:
         proc.kill()
-        proc.wait(timeout=5)
+        await asyncio.wait_for(proc.wait(), 5)
 
 
 # -- the database (read-only)
@@ -219,7 +229,9 @@ async def wait_idle(engine: AsyncEngine, conversations: list[str], timeout_s: fl
         async with engine.connect() as conn:
             busy = int(
                 await conn.scalar(
-                    select(func.count()).select_from(Job).where(Job.key.in_(keys), Job.status.in_(["queued", "running"]))
+                    select(func.count())
+                    .select_from(Job)
+                    .where(Job.key.in_(keys), Job.status.in_(["queued", "running"]))
                 )
                 or 0
             )
@@ -300,7 +312,9 @@ async def post(client: httpx2.AsyncClient, account: str, body: dict[str, str]) -
     return response.status_code, elapsed, data
 
 
-async def burst_session(client: httpx2.AsyncClient, account: str, result: SessionResult, args: argparse.Namespace) -> None:
+async def burst_session(
+    client: httpx2.AsyncClient, account: str, result: SessionResult, args: argparse.Namespace
+) -> None:
     tasks = []
     for k in range(args.messages):
         if k:
@@ -311,6 +325,7 @@ async def burst_session(client: httpx2.AsyncClient, account: str, result: Sessio
     for status, elapsed, _data in await asyncio.gather(*tasks):
         result.ack_statuses.append(status)
         result.acks_ms.append(elapsed)
+    result.last_acked = time.perf_counter()
 
 
 async def run_bench(base: str, args: argparse.Namespace) -> int:
@@ -318,7 +333,11 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     run = secrets.token_hex(3)
     results = [SessionResult(f"burst-{run}-{i}") for i in range(args.sessions)]
     total_messages = args.sessions * args.messages
-    limits = httpx2.Limits(max_connections=total_messages + 10, max_keepalive_connections=total_messages + 10)
+    # Idle keep-alive connections are dropped well before uvicorn's 5 s keep-alive timeout closes
+    # them server-side (reusing one the server is closing fails with ReadError on the client).
+    limits = httpx2.Limits(
+        max_connections=total_messages + 10, max_keepalive_connections=total_messages + 10, keepalive_expiry=1.0
+    )
     engine = monitor_engine(args.database_url)
     failures: list[str] = []
     try:
@@ -333,7 +352,9 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
         ):
             account_check = await client.get(f"/v1/webchat/{account}/messages", params={"session": "bench-probe"})
             if account_check.status_code != 200:
-                raise SystemExit(f"web chat account {account!r}: HTTP {account_check.status_code} {account_check.text[:200]}")
+                raise SystemExit(
+                    f"web chat account {account!r}: HTTP {account_check.status_code} {account_check.text[:200]}"
+                )
 
             # 1. one SSE stream per session, open before the burst
             reply_deadline = time.perf_counter() + args.timeout + 30
@@ -365,7 +386,9 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
             conversations = list(mapping.values())
             idle, busy, unprocessed = await wait_idle(engine, conversations, args.timeout)
             if not idle:
-                failures.append(f"not idle after {args.timeout:.0f}s: {busy} jobs queued/running, {unprocessed} unprocessed")
+                failures.append(
+                    f"not idle after {args.timeout:.0f}s: {busy} jobs queued/running, {unprocessed} unprocessed"
+                )
             before = await tallies(engine, conversations)
             for r in results:
                 cid = r.conversation_id or ""
@@ -373,10 +396,11 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
                 r.replies = before["assistant"].get(cid, 0)
                 r.user_messages = before["user"].get(cid, 0)
 
-            # 5. idempotent redelivery of every message
-            redelivered = await asyncio.gather(
-                *(post(client, account, msg_body(r.session, k)) for r in results for k in range(args.messages))
-            )
+            # 5. idempotent redelivery of every message (fresh connections)
+            async with httpx2.AsyncClient(base_url=base, trust_env=False, timeout=30.0, limits=limits) as again:
+                redelivered = await asyncio.gather(
+                    *(post(again, account, msg_body(r.session, k)) for r in results for k in range(args.messages))
+                )
             await asyncio.sleep(args.quiet_window + args.model_delay_ms / 1000 + 0.5)  # time for any stray turn
             idle_after, _, _ = await wait_idle(engine, conversations, args.timeout)
             after = await tallies(engine, conversations)
@@ -388,6 +412,7 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     statuses = [s for r in results for s in r.ack_statuses]
     replied = [r for r in results if r.reply_ms is not None]
     reply_ms = [r.reply_ms for r in replied if r.reply_ms is not None]
+    reply_ack_ms = [r.reply_after_ack_ms for r in replied if r.reply_after_ack_ms is not None]
     runs = [r.runs for r in results]
     runs_per_burst = sum(runs) / len(runs)
     duplicates = sum(r.replies for r in results) - len(results)
@@ -397,20 +422,30 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     new_runs = sum(after["runs"].values()) - sum(before["runs"].values())
     dup_acks = sum(1 for status, _ms, data in redelivered if status == 200 and data.get("duplicate") is True)
 
+    if args.mode == "self-hosted":
+        setup = f"quiet window {args.quiet_window:g} s, model delay {args.model_delay_ms} ms"
+    else:
+        setup = f"quiet window assumed {args.quiet_window:g} s (--quiet-window), model: the server's"
+    print(f"burst: {args.sessions} sessions x {args.messages} messages, gap {args.gap_ms:g} ms, {setup}")
     print(
-        f"burst: {args.sessions} sessions x {args.messages} messages, gap {args.gap_ms:g} ms, "
-        f"quiet window {args.quiet_window:g} s, model delay {args.model_delay_ms} ms"
+        f"  server: {base} ({args.mode}), database: {make_url(args.database_url).get_backend_name()}, account {account}"
     )
-    print(f"  server: {base} ({args.mode}), database: {make_url(args.database_url).get_backend_name()}, account {account}")
     print(f"  posted {len(statuses)} messages in {burst_s * 1000:.0f} ms; 202: {statuses.count(202)}/{total_messages}")
     if acks:
-        print(f"  ack latency (POST -> 202): p50 {percentile(acks, 50):.1f} ms, p99 {percentile(acks, 99):.1f} ms, max {max(acks):.1f} ms")
+        print(
+            f"  ack latency (POST -> 202): p50 {percentile(acks, 50):.1f} ms, "
+            f"p99 {percentile(acks, 99):.1f} ms, max {max(acks):.1f} ms"
+        )
     via = {v: sum(1 for r in replied if r.reply_via == v) for v in ("sse", "transcript")}
     if reply_ms:
         print(
             f"  reply latency (last message sent -> first assistant block): p50 {percentile(reply_ms, 50):.0f} ms, "
             f"p99 {percentile(reply_ms, 99):.0f} ms, max {max(reply_ms):.0f} ms "
             f"[{len(replied)}/{len(results)} sessions; sse {via['sse']}, transcript {via['transcript']}]"
+        )
+        print(
+            f"  reply latency (burst fully acked -> first assistant block): p50 {percentile(reply_ack_ms, 50):.0f} ms, "
+            f"p99 {percentile(reply_ack_ms, 99):.0f} ms, max {max(reply_ack_ms):.0f} ms"
         )
     else:
         print(f"  reply latency: no session got a reply within {args.timeout:.0f}s")
@@ -422,7 +457,9 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     )
 
     if statuses.count(202) != total_messages:
-        failures.append(f"{total_messages - statuses.count(202)} POSTs not answered 202 (statuses {sorted(set(statuses))})")
+        failures.append(
+            f"{total_messages - statuses.count(202)} POSTs not answered 202 (statuses {sorted(set(statuses))})"
+        )
     if missing_convs:
         failures.append(f"{missing_convs} sessions have no conversation")
     stored = sum(r.user_messages for r in results)
@@ -441,7 +478,10 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
         )
     odd = [(status, data) for status, _ms, data in redelivered if not (status == 200 and data.get("duplicate") is True)]
     if odd:
-        print(f"  note: {len(odd)} redeliveries not answered 200 duplicate, e.g. {odd[0][0]} {json.dumps(odd[0][1])[:300]}")
+        print(
+            f"  note: {len(odd)} redeliveries not answered 200 duplicate, "
+            f"e.g. {odd[0][0]} {json.dumps(odd[0][1])[:300]}"
+        )
     stream_errors = [r.stream_error for r in results if r.stream_error]
     if stream_errors:
         print(f"  note: {len(stream_errors)} SSE streams failed (first: {stream_errors[0]})")
@@ -481,13 +521,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gap-ms", type=float, default=50.0, help="gap between a session's messages (default 50)")
     parser.add_argument("--timeout", type=float, default=60.0, help="bound on each wait, seconds (default 60)")
     parser.add_argument("--url", help=f"an already running server: http://{LOOPBACK}:PORT")
-    parser.add_argument("--database-url", help="the server's database (required with --url; self-hosted default: temp SQLite)")
-    parser.add_argument("--account", help=f"web chat channel account id (required with --url; self-hosted: {DEMO_WEBCHAT})")
     parser.add_argument(
-        "--quiet-window", type=float, default=1.5, help="quiet window, seconds (self-hosted: passed to the server; default 1.5)"
+        "--database-url", help="the server's database (required with --url; self-hosted default: temp SQLite)"
     )
-    parser.add_argument("--model-delay-ms", type=int, default=200, help="script model latency (self-hosted; default 200)")
-    parser.add_argument("--workers", type=int, help="FRONTDESK_WORKERS for the self-hosted server (default: its default)")
+    parser.add_argument(
+        "--account", help=f"web chat channel account id (required with --url; self-hosted: {DEMO_WEBCHAT})"
+    )
+    parser.add_argument(
+        "--quiet-window",
+        type=float,
+        default=1.5,
+        help="quiet window, seconds (self-hosted: passed to the server; default 1.5)",
+    )
+    parser.add_argument(
+        "--model-delay-ms", type=int, default=200, help="script model latency (self-hosted; default 200)"
+    )
+    parser.add_argument(
+        "--workers", type=int, help="FRONTDESK_WORKERS for the self-hosted server (default: its default)"
+    )
     parser.add_argument("--port", type=int, help="port for the self-hosted server (default: a free one)")
     parser.add_argument("--server-log", action="store_true", help="print the self-hosted server's log at the end")
     args = parser.parse_args(argv)
@@ -504,7 +555,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.database_url:
         _check_database_url(parser, args.database_url)
     if (args.messages - 1) * args.gap_ms / 1000 >= args.quiet_window:
-        print("warning: the burst is longer than the quiet window; more than one run per burst is expected", file=sys.stderr)
+        print(
+            "warning: the burst is longer than the quiet window; more than one run per burst is expected",
+            file=sys.stderr,
+        )
     return args
 
 

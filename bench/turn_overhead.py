@@ -137,7 +137,9 @@ async def scalar(engine: AsyncEngine, query: Any) -> int:
         return int((await conn.scalar(query)) or 0)
 
 
-async def stage_means(db: Database, after_trace_id: int, until_trace_id: int | None = None) -> tuple[dict[str, float], int]:
+async def stage_means(
+    db: Database, after_trace_id: int, until_trace_id: int | None = None
+) -> tuple[dict[str, float], int]:
     async with db.transaction() as session:
         query = select(TurnTrace.latency_ms).where(TurnTrace.id > after_trace_id)
         if until_trace_id is not None:
@@ -260,7 +262,7 @@ def _asyncpg_dsn(url: str) -> str:
 
 
 async def create_pg_database(admin_url: str) -> tuple[str, str]:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     name = f"frontdesk_bench_{secrets.token_hex(4)}"
     conn = await asyncpg.connect(_asyncpg_dsn(admin_url))
@@ -357,10 +359,16 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     parser.add_argument("--turns", type=int, default=300, help="sequential turns per backend (default 300)")
-    parser.add_argument("--sessions", type=int, default=50, help="sessions the sequential turns rotate over (default 50)")
-    parser.add_argument("--concurrent", type=int, default=200, help="turns enqueued at once in the concurrent phase (default 200)")
+    parser.add_argument(
+        "--sessions", type=int, default=50, help="sessions the sequential turns rotate over (default 50)"
+    )
+    parser.add_argument(
+        "--concurrent", type=int, default=200, help="turns enqueued at once in the concurrent phase (default 200)"
+    )
     parser.add_argument("--workers", type=int, default=4, help="JobRunner workers in the concurrent phase (default 4)")
     parser.add_argument(
         "--poll-interval",
@@ -368,10 +376,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0.05,
         help="JobRunner idle poll interval, s (default 0.05; ingest wakes workers in-process anyway)",
     )
-    parser.add_argument("--timeout", type=float, default=60.0, help="bound on the concurrent phase, seconds (default 60)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="bound on the concurrent phase, seconds (default 60)"
+    )
     parser.add_argument(
         "--postgres-url",
-        help="also run on PostgreSQL: a server URL (postgresql+asyncpg://...); a throwaway database is created and dropped",
+        help="also run on PostgreSQL: a server URL (postgresql+asyncpg://...); "
+        "a throwaway database is created in it and dropped",
     )
     args = parser.parse_args(argv)
     if args.turns < 1 or args.sessions < 1 or args.concurrent < 1 or args.workers < 1:
