@@ -60,7 +60,7 @@ class Runtime:
             clock,
             JobPolicy(settings.job_max_attempts, settings.job_backoff_s, settings.job_lease_s),
         )
-        ingestor = Ingestor(db, queue, clock)
+        ingestor = Ingestor(db, queue, clock, turn_delay_s=settings.quiet_window_s)
         signals = ConversationSignals()
         deps = ChannelDeps(db, ingestor, signals, settings.webchat_max_text_chars, model_label)
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})

@@ -125,14 +125,14 @@ class TurnAssembler:
     # -- collecting a batch
 
     async def _collect(self, conversation_id: str) -> tuple[_Thread, list[Message], dict[str, Any]] | _Defer | None:
+        rows = await self._unprocessed(conversation_id)
+        if not rows:
+            return None
         thread = await self._thread(conversation_id)
         if thread is None:
             return None
         if not thread.conversation.ai_enabled:
             await self._mark_seen_without_reply(conversation_id)
-            return None
-        rows = await self._unprocessed(conversation_id)
-        if not rows:
             return None
         timing = self._timing
         now = self._clock.now()
@@ -150,7 +150,7 @@ class TurnAssembler:
         return thread, rows, waits
 
     async def _thread(self, conversation_id: str) -> _Thread | None:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             row = (
                 await session.execute(
                     select(Conversation, ChannelAccount, Contact, Tenant.name)
@@ -174,7 +174,7 @@ class TurnAssembler:
         return _Thread(conversation, tenant_name, target)
 
     async def _unprocessed(self, conversation_id: str) -> list[Message]:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             rows = await session.scalars(
                 select(Message)
                 .where(
@@ -200,7 +200,7 @@ class TurnAssembler:
             )
 
     async def _history(self, conversation_id: str, before_id: int) -> tuple[TurnMessage, ...]:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             rows = list(
                 await session.scalars(
                     select(Message)

@@ -38,23 +38,27 @@ class IngestResult:
 
 
 class Ingestor:
-    def __init__(self, db: Database, queue: JobQueue, clock: Clock) -> None:
+    def __init__(self, db: Database, queue: JobQueue, clock: Clock, *, turn_delay_s: float = 0.0) -> None:
+        """``turn_delay_s`` (the quiet window) schedules a message's turn job for when the window
+        would close, so a burst costs one job run, not one per message."""
         self._db = db
         self._queue = queue
         self._clock = clock
+        self._turn_delay_s = turn_delay_s
 
     async def channel_account(self, channel_account_id: str, channel: str) -> ChannelAccount:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             account = await session.get(ChannelAccount, channel_account_id)
         if account is None or account.channel != channel:
             raise NotFoundError(f"no {channel} channel account {channel_account_id!r}")
         return account
 
-    async def ingest(self, event: InboundMessage) -> IngestResult:
+    async def ingest(self, event: InboundMessage, *, channel: str | None = None) -> IngestResult:
+        """Store ``event`` and queue its turn. ``channel``: refuse (404) an account of another channel."""
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._db.transaction() as session:
-                    result = await self._ingest(session, event)
+                    result = await self._ingest(session, event, channel)
             except IntegrityError:
                 if attempt == _ATTEMPTS - 1:
                     raise
@@ -64,7 +68,26 @@ class Ingestor:
             return result
         raise AssertionError("unreachable")
 
-    async def _ingest(self, session: AsyncSession, event: InboundMessage) -> IngestResult:
+    async def _ingest(self, session: AsyncSession, event: InboundMessage, channel: str | None) -> IngestResult:
+        # One round trip for the account and, when they exist, the contact and its conversation.
+        found = (
+            await session.execute(
+                select(ChannelAccount, Contact, Conversation)
+                .outerjoin(
+                    Contact,
+                    (Contact.channel_account_id == ChannelAccount.id)
+                    & (Contact.external_id == event.contact_external_id),
+                )
+                .outerjoin(
+                    Conversation,
+                    (Conversation.contact_id == Contact.id) & (Conversation.channel_account_id == ChannelAccount.id),
+                )
+                .where(ChannelAccount.id == event.channel_account_id)
+            )
+        ).first()
+        if found is None or (channel is not None and found[0].channel != channel):
+            raise NotFoundError(f"no {channel or 'such'} channel account {event.channel_account_id!r}")
+        account, contact, conversation = found
         existing = await session.scalar(
             select(Message).where(
                 Message.channel_account_id == event.channel_account_id,
@@ -78,15 +101,7 @@ class Ingestor:
                 duplicate=True,
                 same_content=existing.content == event.text,
             )
-        account = await session.get(ChannelAccount, event.channel_account_id)
-        if account is None:
-            raise NotFoundError(f"no channel account {event.channel_account_id!r}")
         now = self._clock.now()
-        contact = await session.scalar(
-            select(Contact).where(
-                Contact.channel_account_id == account.id, Contact.external_id == event.contact_external_id
-            )
-        )
         if contact is None:
             contact = Contact(
                 id=new_id("ct"),
@@ -98,11 +113,6 @@ class Ingestor:
             )
             session.add(contact)
             await session.flush()
-        conversation = await session.scalar(
-            select(Conversation).where(
-                Conversation.channel_account_id == account.id, Conversation.contact_id == contact.id
-            )
-        )
         if conversation is None:
             conversation = Conversation(
                 id=new_id("conv"),
@@ -136,11 +146,12 @@ class Ingestor:
             {"conversation_id": conversation.id},
             key=conversation_job_key(conversation.id),
             coalesce=True,
+            delay_s=self._turn_delay_s,
         )
         return IngestResult(MessageId(message.id), ConversationId(conversation.id), duplicate=False)
 
     async def find_conversation(self, channel_account_id: str, contact_external_id: str) -> str | None:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             return await session.scalar(
                 select(Conversation.id)
                 .join(Contact, Contact.id == Conversation.contact_id)

@@ -40,7 +40,7 @@ async def read_transcript(
     limit: int = 200,
 ) -> list[TranscriptEntry]:
     """The newest ``limit`` messages after ``after_id``, oldest first."""
-    async with db.transaction() as session:
+    async with db.read() as session:
         rows = (
             await session.execute(
                 select(Message, Receipt)
@@ -54,7 +54,7 @@ async def read_transcript(
 
 
 async def latest_message_id(db: Database, conversation_id: str) -> int:
-    async with db.transaction() as session:
+    async with db.read() as session:
         value = await session.scalar(
             select(Message.id).where(Message.conversation_id == conversation_id).order_by(Message.id.desc()).limit(1)
         )

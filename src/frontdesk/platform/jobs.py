@@ -10,6 +10,7 @@ exponential backoff until ``max_attempts``, then left ``dead`` for an operator t
 from __future__ import annotations
 
 import asyncio
+import collections
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,7 +47,10 @@ class JobQueue:
         self._db = db
         self._clock = clock
         self.policy = policy
-        self._wake = asyncio.Event()
+        # Wake-ups go to one idle worker each: waking all of them for one job only makes the
+        # others race for the same row (and, on SQLite, for the write lock).
+        self._idle: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._missed_wakeup = False
 
     async def enqueue(
         self,
@@ -92,16 +96,34 @@ class JobQueue:
         return True
 
     def notify(self) -> None:
-        """Wake idle in-process workers now instead of at their next poll."""
-        self._wake.set()
+        """Wake one idle in-process worker now instead of at its next poll."""
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._missed_wakeup = True
 
     async def wait_for_work(self, timeout_s: float) -> None:
+        if self._missed_wakeup:
+            self._missed_wakeup = False
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._idle.append(waiter)
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout_s)
+            await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
         except TimeoutError:
             return
         finally:
-            self._wake.clear()
+            if waiter in self._idle:
+                self._idle.remove(waiter)
+
+    def wake_all(self) -> None:
+        """For shutdown: every idle worker returns now."""
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def claim(self, worker: str) -> ClaimedJob | None:
         now = self._clock.now()
@@ -187,7 +209,7 @@ class JobQueue:
 
     async def seconds_until_next(self) -> float | None:
         """How long until the earliest queued job is due (None: nothing queued)."""
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             due = await session.scalar(select(func.min(Job.run_after)).where(Job.status == QUEUED))
         if due is None:
             return None
@@ -196,5 +218,5 @@ class JobQueue:
         return max((due - self._clock.now()).total_seconds(), 0.0)
 
     async def has_pending(self, key: str) -> bool:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             return bool(await session.scalar(select(exists().where(Job.key == key, Job.status.in_([QUEUED, RUNNING])))))

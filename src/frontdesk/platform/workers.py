@@ -52,14 +52,18 @@ class JobRunner:
         if self._sweeps:
             self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 2.0) -> None:
+        """Let running jobs finish for up to ``grace_s``, then cancel them. A cancelled job keeps
+        its claim until its lease runs out and the sweeper re-queues it: nothing is lost."""
         self._stopping.set()
-        self._queue.notify()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        self._queue.wake_all()
+        if self._tasks:
+            _done, pending = await asyncio.wait(self._tasks, timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         self._tasks.clear()
 
     async def run_once(self, worker: str | None = None) -> bool:
@@ -137,4 +141,5 @@ class JobRunner:
         while not self._stopping.is_set():
             if await self.sweep_once():
                 self._queue.notify()
-            await asyncio.sleep(self._sweep_interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._sweep_interval_s)

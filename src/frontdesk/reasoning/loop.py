@@ -9,6 +9,7 @@ Routing, ledgers and the claims gate (issue 3) slot in around ``_run_tools`` and
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Sequence
@@ -68,11 +69,14 @@ class GenerationResult:
     detail: str | None = None
 
 
+_REPLY_SCHEMA = ReplyPayload.model_json_schema()
+
+
 def reply_tool_definition() -> ToolDefinition:
     return ToolDefinition(
         name=REPLY_TOOL,
         description="Send the final answer to the customer. Call exactly once, last.",
-        parameters_json_schema=ReplyPayload.model_json_schema(),
+        parameters_json_schema=copy.deepcopy(_REPLY_SCHEMA),
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from frontdesk.errors import ConfigError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_READ_ONLY = "frontdesk_read_only"
 
 
 def create_engine(database_url: str) -> AsyncEngine:
@@ -54,11 +55,14 @@ def _make_sqlite_safe(engine: AsyncEngine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Reads (``Database.read``) need no write lock: in WAL mode they never block writers.
+        deferred = connection.get_execution_options().get(_READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
 
 
 class Database:
-    """The engine plus a session factory. ``transaction()`` is the only way code writes."""
+    """The engine plus a session factory. ``transaction()`` is the only way code writes;
+    ``read()`` is for queries that change nothing."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
@@ -75,6 +79,14 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         async with self._sessions() as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A transaction that only reads: on SQLite it does not take the write lock, so live views
+        and polls never queue behind (or in front of) the writers. Anything written is discarded."""
+        async with self._sessions() as session:  # closing ends the transaction; loaded rows stay readable
+            await session.connection(execution_options={_READ_ONLY: True})
             yield session
 
     async def dispose(self) -> None:

@@ -86,14 +86,14 @@ def build_router(deps: ChannelDeps) -> APIRouter:
     )
     async def post_message(channel_account_id: str, request: Request) -> JSONResponse:
         body = parse_inbound(await request.body(), deps.max_text_chars)
-        await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         result = await deps.ingestor.ingest(
             InboundMessage(
                 channel_account_id=channel_account_id,
                 contact_external_id=body.session,
                 channel_message_id=f"{body.session}:{body.id}",
                 text=body.text,
-            )
+            ),
+            channel=CHANNEL,
         )
         if result.duplicate and not result.same_content:
             raise ConflictError(f"message id {body.id!r} was already used for a different text in this session")
