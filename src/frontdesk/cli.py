@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 import uvicorn
+from pydantic import ValidationError
 
 from frontdesk.demo import seed_demo
 from frontdesk.errors import ConfigError
@@ -30,8 +34,11 @@ PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_P
 def _settings(**overrides: object) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]  # validated by pydantic
-    except Exception as exc:
-        raise ConfigError(f"invalid settings: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"FRONTDESK_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc
 
 
 @db_app.command("upgrade")
@@ -86,9 +93,25 @@ async def _serve(runtime: Runtime, settings: Settings) -> None:
 
     config = uvicorn.Config(create_app(runtime), host=settings.host, port=settings.port, log_level="info")
     try:
-        await uvicorn.Server(config).serve()
+        await _QuietExitServer(config).serve()
     finally:
         await runtime.db.dispose()
+
+
+class _QuietExitServer(uvicorn.Server):
+    """Ctrl-C / SIGTERM shut the server down and the command exits 0. (uvicorn's own handler
+    re-raises the signal after shutdown, which cancels our clean-up mid-way.)"""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
 
 
 @app.command()
@@ -155,6 +178,10 @@ async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
 
 
 def _read_line() -> str | None:
+    """One line from the customer; a prompt only when a person is typing."""
+    if not sys.stdin.isatty():
+        line = sys.stdin.readline()
+        return line.rstrip("\n") if line else None
     try:
         return input("you> ")
     except EOFError:
@@ -168,3 +195,5 @@ def main() -> None:
     except ConfigError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
