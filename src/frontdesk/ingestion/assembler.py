@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import and_, exists, literal, or_, select, update
 
-from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, conversation_job_key
+from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
@@ -112,14 +112,7 @@ class TurnAssembler:
 
     async def _come_back(self, conversation_id: str, delay_s: float) -> None:
         async with self._db.transaction() as session:
-            await self._queue.enqueue(
-                session,
-                PROCESS_CONVERSATION,
-                {"conversation_id": conversation_id},
-                key=conversation_job_key(conversation_id),
-                coalesce=True,
-                delay_s=delay_s,
-            )
+            await queue_turn(self._queue, session, conversation_id, delay_s=delay_s)
         self._queue.notify()
 
     # -- collecting a batch
@@ -293,7 +286,7 @@ class TurnAssembler:
     async def requeue_orphans(self, queue: JobQueue) -> int:
         """Sweeper: conversations with unanswered rows, no live lease and no pending job get one."""
         now = self._clock.now()
-        job_key = literal("conversation:") + Conversation.id
+        job_key = literal(CONVERSATION_JOB_KEY_PREFIX) + Conversation.id
         async with self._db.transaction() as session:
             orphans = list(
                 await session.scalars(
@@ -309,13 +302,7 @@ class TurnAssembler:
                 )
             )
             for conversation_id in orphans:
-                await queue.enqueue(
-                    session,
-                    PROCESS_CONVERSATION,
-                    {"conversation_id": conversation_id},
-                    key=conversation_job_key(conversation_id),
-                    coalesce=True,
-                )
+                await queue_turn(queue, session, conversation_id)
         return len(orphans)
 
 

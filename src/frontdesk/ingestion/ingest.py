@@ -24,8 +24,24 @@ PROCESS_CONVERSATION = "process_conversation"
 _ATTEMPTS = 3  # concurrent first messages of a new contact can collide on its unique keys
 
 
+CONVERSATION_JOB_KEY_PREFIX = "conversation:"
+
+
 def conversation_job_key(conversation_id: str) -> str:
-    return f"conversation:{conversation_id}"
+    return f"{CONVERSATION_JOB_KEY_PREFIX}{conversation_id}"
+
+
+async def queue_turn(queue: JobQueue, session: AsyncSession, conversation_id: str, *, delay_s: float = 0.0) -> None:
+    """Ask for a ``process_conversation`` run, in the caller's transaction. One queued job per
+    conversation stands for all requests; it is due at the earliest time anyone asked for."""
+    await queue.enqueue(
+        session,
+        PROCESS_CONVERSATION,
+        {"conversation_id": conversation_id},
+        key=conversation_job_key(conversation_id),
+        coalesce=True,
+        delay_s=delay_s,
+    )
 
 
 @dataclass(frozen=True)
@@ -140,14 +156,7 @@ class Ingestor:
         )
         session.add(message)
         await session.flush()
-        await self._queue.enqueue(
-            session,
-            PROCESS_CONVERSATION,
-            {"conversation_id": conversation.id},
-            key=conversation_job_key(conversation.id),
-            coalesce=True,
-            delay_s=self._turn_delay_s,
-        )
+        await queue_turn(self._queue, session, conversation.id, delay_s=self._turn_delay_s)
         return IngestResult(MessageId(message.id), ConversationId(conversation.id), duplicate=False)
 
     async def find_conversation(self, channel_account_id: str, contact_external_id: str) -> str | None:
@@ -168,11 +177,5 @@ class Ingestor:
             message.status = "ready"
             if text is not None:
                 message.content = text
-            await self._queue.enqueue(
-                session,
-                PROCESS_CONVERSATION,
-                {"conversation_id": message.conversation_id},
-                key=conversation_job_key(message.conversation_id),
-                coalesce=True,
-            )
+            await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
