@@ -83,7 +83,9 @@ def postgres_database() -> Iterator[str | None]:
 
 
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path, postgres_database: str | None) -> str:
+def database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path, postgres_database: str | None
+) -> str:
     if request.param == "sqlite":
         path = tmp_path / "frontdesk.db"
         shutil.copy(sqlite_template, path)

@@ -36,7 +36,9 @@ def reply(text: str, **extra: Any) -> dict[str, Any]:
     return {"reply": text, **extra}
 
 
-async def make_runtime(db: Database, script: dict[str, Any] | ModelClient, **settings: Any) -> tuple[Runtime, DemoAccounts]:
+async def make_runtime(
+    db: Database, script: dict[str, Any] | ModelClient, **settings: Any
+) -> tuple[Runtime, DemoAccounts]:
     client = script if not isinstance(script, dict) else script_client(script)
     runtime = Runtime.build(
         Settings(**{**FAST, **settings}), gateway=ModelGateway.with_clients({"chat": client}), db=db

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
 from sqlalchemy import update
 
 from frontdesk.platform.store.schema import Conversation, Job, Message
+from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
 
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
 
@@ -55,7 +55,8 @@ async def test_redelivered_message_changes_nothing(db):
     await runtime.runner.run_once()
     again = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello", msg_id="m1"))
 
-    assert again.duplicate and again.message_id == first.message_id
+    assert again.duplicate
+    assert again.message_id == first.message_id
     assert await count(db, Message) == 2  # the customer's message and one reply
     assert await count(db, Job, Job.status == "queued") == 0
     assert not await runtime.runner.run_once()

@@ -6,14 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from harness import make_runtime, message, receipts, reply, reply_texts
 from sqlalchemy import select
 
 from frontdesk.output.blocks import Block
 from frontdesk.output.delivery import DeliveryTarget, RenderResult
 from frontdesk.platform.store.schema import Receipt
+from harness import make_runtime, message, receipts, reply, reply_texts
 
-TWO_BLOCKS = {"name": "two", "default": [{"reply": {"blocks": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]}
+TWO_BLOCKS = {
+    "name": "two",
+    "default": [{"reply": {"blocks": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}],
+}
 
 
 class RecordingRenderer:
@@ -37,7 +40,12 @@ class RecordingRenderer:
 
 @pytest.mark.parametrize(
     ("outcome", "status", "sent", "has_errors"),
-    [("sent", "sent", 2, False), ("partial", "partial", 1, True), ("failed", "failed", 0, True), ("raise", "failed", 0, True)],
+    [
+        ("sent", "sent", 2, False),
+        ("partial", "partial", 1, True),
+        ("failed", "failed", 0, True),
+        ("raise", "failed", 0, True),
+    ],
 )
 async def test_receipt_is_sending_during_the_platform_call_then_final(db, outcome, status, sent, has_errors):
     runtime, accounts = await make_runtime(db, TWO_BLOCKS, quiet_window_s=0)
@@ -72,7 +80,9 @@ async def test_failed_delivery_is_not_resent_automatically(db):
 
 
 async def test_model_that_never_replies_ships_the_fallback_with_a_receipt(db):
-    runtime, accounts = await make_runtime(db, {"name": "x", "default": [{"error": "overloaded", "status": 529}]}, quiet_window_s=0)
+    runtime, accounts = await make_runtime(
+        db, {"name": "x", "default": [{"error": "overloaded", "status": 529}]}, quiet_window_s=0
+    )
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
 
     await runtime.assembler.process(first.conversation_id, "w")
@@ -97,7 +107,9 @@ async def test_prose_instead_of_reply_is_retried_once_then_salvaged_into_the_rep
 
 
 async def test_prose_then_reply_after_the_hint_ships_the_reply(db):
-    runtime, accounts = await make_runtime(db, {"name": "p", "default": [{"text": "hmm"}, reply("Proper answer")]}, quiet_window_s=0)
+    runtime, accounts = await make_runtime(
+        db, {"name": "p", "default": [{"text": "hmm"}, reply("Proper answer")]}, quiet_window_s=0
+    )
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
 
     await runtime.assembler.process(first.conversation_id, "w")

@@ -118,7 +118,7 @@ async def test_runner_with_eight_workers_runs_each_job_once(db):
     async with db.transaction() as session:
         for n in range(100):
             await queue.enqueue(session, "work", {"n": n})
-    runner = runner_for(queue, {"work": handler}, concurrency=8, poll_interval_s=0.05)
+    runner = runner_for(queue, {"work": handler}, concurrency=8)
     runner.start()
     try:
         await until(lambda: _all_done(db), timeout_s=30)
@@ -362,6 +362,20 @@ async def test_coalesced_enqueue_adds_one_job_while_one_is_queued_and_a_new_one_
     assert not await queue.has_pending("conv-3")
 
 
+async def test_coalesced_enqueue_moves_the_waiting_job_up_but_never_back(db):
+    clock = ManualClock()
+    queue = JobQueue(db, clock, JobPolicy())
+    assert await enqueue(queue, db, "process", key="conv-1", coalesce=True, delay_s=60)
+
+    assert not await enqueue(queue, db, "process", key="conv-1", coalesce=True, delay_s=90)
+    assert (await only_job(db)).run_after == T0 + timedelta(seconds=60)
+    assert not await enqueue(queue, db, "process", key="conv-1", coalesce=True, delay_s=5)
+    assert (await only_job(db)).run_after == T0 + timedelta(seconds=5)
+
+    clock.advance(5)
+    assert (await queue.claim("w")).key == "conv-1"
+
+
 async def test_enqueue_without_coalesce_always_adds_a_job(db):
     queue = JobQueue(db, ManualClock(), JobPolicy())
     for _ in range(3):
@@ -396,7 +410,47 @@ async def test_started_runner_runs_queued_jobs_in_the_background_when_notified(d
     assert seen == [{"name": "Ana"}, {"name": "Bo"}]
 
 
-async def test_stop_returns_promptly_even_with_idle_workers_and_a_job_in_progress(db):
+async def test_stop_returns_at_once_when_every_worker_is_idle(db):
+    runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {}, concurrency=4, poll_interval_s=60)
+    runner.start()
+    await asyncio.sleep(0.5)  # all four found nothing and are waiting
+
+    t = time.monotonic()
+    await asyncio.wait_for(runner.stop(), 5)
+    assert time.monotonic() - t < 0.5
+
+
+async def test_stop_right_after_start_returns_at_once(db):
+    runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {}, concurrency=2, poll_interval_s=60)
+    runner.start()
+    await asyncio.sleep(0)  # the workers are looking for a job
+
+    t = time.monotonic()
+    await asyncio.wait_for(runner.stop(), 5)
+    assert time.monotonic() - t < 0.5
+
+
+async def test_stop_lets_a_running_job_finish_within_the_grace_period(db):
+    queue = JobQueue(db, ManualClock(), JobPolicy())
+    started = asyncio.Event()
+
+    async def short(job):
+        started.set()
+        await asyncio.sleep(0.3)
+
+    runner = runner_for(queue, {"short": short}, concurrency=1, poll_interval_s=60)
+    runner.start()
+    await enqueue(queue, db, "short")
+    await asyncio.wait_for(started.wait(), 5)
+
+    t = time.monotonic()
+    await asyncio.wait_for(runner.stop(grace_s=5), 10)
+    assert time.monotonic() - t < 2  # returned when the job finished, not at the end of the grace
+
+    assert (await only_job(db)).status == "done"
+
+
+async def test_stop_cancels_a_job_that_outlives_the_grace_period_and_the_sweeper_recovers_it(db):
     clock = ManualClock()
     queue = JobQueue(db, clock, JobPolicy(lease_s=30))
     started = asyncio.Event()
@@ -411,7 +465,7 @@ async def test_stop_returns_promptly_even_with_idle_workers_and_a_job_in_progres
     await asyncio.wait_for(started.wait(), 5)
 
     t = time.monotonic()
-    await asyncio.wait_for(runner.stop(), 5)
+    await asyncio.wait_for(runner.stop(grace_s=0.2), 5)
     assert time.monotonic() - t < 1.0
 
     # The interrupted job keeps its lease; once it runs out, the sweeper hands it to someone else.
@@ -422,13 +476,46 @@ async def test_stop_returns_promptly_even_with_idle_workers_and_a_job_in_progres
     assert (await only_job(db)).status == "queued"
 
 
+async def test_idle_runner_wakes_up_when_a_delayed_job_comes_due(db):
+    queue = JobQueue(db, SystemClock(), JobPolicy())
+    ran_at: list[float] = []
+
+    async def handler(job):
+        ran_at.append(time.monotonic())
+
+    runner = runner_for(queue, {"later": handler}, poll_interval_s=60)
+    runner.start()
+    try:
+        await asyncio.sleep(0.1)
+        queued_at = time.monotonic()
+        await enqueue(queue, db, "later", delay_s=0.5)
+        await until(lambda: _all_done(db), timeout_s=5)
+    finally:
+        await runner.stop()
+
+    (started,) = ran_at
+    assert 0.45 <= started - queued_at < 3
+
+
+async def test_seconds_until_next_reports_the_earliest_queued_job(db):
+    clock = ManualClock()
+    queue = JobQueue(db, clock, JobPolicy())
+    assert await queue.seconds_until_next() is None
+
+    await enqueue(queue, db, "a", delay_s=30)
+    await enqueue(queue, db, "b", delay_s=10.5)
+    assert await queue.seconds_until_next() == 10.5
+    clock.advance(20)
+    assert await queue.seconds_until_next() == 0.0
+
+
 async def test_runner_can_be_stopped_without_being_started(db):
     runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {})
     await asyncio.wait_for(runner.stop(), 1)
 
 
 async def test_running_job_keeps_its_lease_alive_while_the_handler_works(db):
-    lease_s = 0.3
+    lease_s = 0.9  # heartbeats every 0.3 s
     queue = JobQueue(db, SystemClock(), JobPolicy(lease_s=lease_s))
     release = asyncio.Event()
 
@@ -441,7 +528,7 @@ async def test_running_job_keeps_its_lease_alive_while_the_handler_works(db):
     await until(lambda: _status_is(db, "running"))
     first_lease = (await only_job(db)).locked_until
 
-    await asyncio.sleep(lease_s * 2)  # longer than the lease: only heartbeats keep it
+    await asyncio.sleep(lease_s * 2.2)  # longer than the lease: only heartbeats keep it
     assert await queue.requeue_abandoned() == 0
     assert (await only_job(db)).locked_until > first_lease
 

@@ -3,6 +3,8 @@ database settings that make SQLite safe under bursts are in force."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -155,6 +157,23 @@ async def test_sqlite_connections_use_wal_and_a_busy_timeout(tmp_path: Path):
     assert str(journal_mode).lower() == "wal"
     assert busy_timeout == SQLITE_BUSY_TIMEOUT_MS >= 5000
     assert foreign_keys == 1
+
+
+async def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Path):
+    path = tmp_path / "busy.db"
+    db = Database.from_url(f"sqlite+aiosqlite:///{path}")
+    await upgrade(db)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        started = time.monotonic()
+        async with db.read() as session:
+            assert await session.scalar(text("SELECT count(*) FROM jobs")) == 0
+        assert time.monotonic() - started < 2
+    finally:
+        writer.rollback()
+        writer.close()
+        await db.dispose()
 
 
 async def test_sqlite_rejects_a_message_for_an_unknown_conversation(tmp_path: Path):

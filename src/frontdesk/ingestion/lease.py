@@ -6,7 +6,6 @@ transaction that commits a reply (a fence: a holder whose lease was taken over c
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -15,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import or_, update
 
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.periodic import every
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Conversation
 
@@ -66,20 +66,11 @@ class ConversationLease:
     async def kept_alive(self, conversation_id: str, owner: str) -> AsyncIterator[None]:
         """Renew the lease every third of its TTL while the body runs."""
 
-        async def renew_forever() -> None:
-            while True:
-                await asyncio.sleep(self.ttl_s / 3)
-                try:
-                    if not await self.renew(conversation_id, owner):
-                        log.warning("lease on %s lost by %s", conversation_id, owner)
-                        return
-                except Exception:
-                    log.exception("lease renewal failed for %s", conversation_id)
+        async def renew() -> bool:
+            if await self.renew(conversation_id, owner):
+                return True
+            log.warning("lease on %s lost by %s", conversation_id, owner)
+            return False
 
-        task = asyncio.create_task(renew_forever())
-        try:
+        async with every(self.ttl_s / 3, renew, what=f"lease renewal of {conversation_id}"):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import ClaimedJob, JobQueue
+from frontdesk.platform.periodic import every
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,10 @@ class JobRunner:
                 log.exception("worker %s could not claim a job", worker)
                 ran = False
             if not ran:
-                await self._queue.wait_for_work(await self._idle_timeout())
+                timeout_s = await self._idle_timeout()
+                # No await between this check and the wait: stop() cannot slip in between.
+                if not self._stopping.is_set():
+                    await self._queue.wait_for_work(timeout_s)
 
     async def _idle_timeout(self) -> float:
         """Sleep until the next delayed job is due, but no longer than the poll interval
@@ -111,9 +115,12 @@ class JobRunner:
         if handler is None:
             await self._queue.fail(job, worker, f"no handler for job kind {job.kind!r}")
             return
-        heartbeat = asyncio.create_task(self._heartbeat(job, worker))
+        async def heartbeat() -> bool:
+            return await self._queue.heartbeat(job, worker)
+
         try:
-            await handler(job)
+            async with every(self._queue.policy.lease_s / 3, heartbeat, what=f"heartbeat of job {job.id}"):
+                await handler(job)
         except asyncio.CancelledError:
             raise  # shutting down: the lease runs out and the sweeper re-queues it
         except Exception as exc:
@@ -123,19 +130,6 @@ class JobRunner:
                 self._queue.notify()
         else:
             await self._queue.complete(job, worker)
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-
-    async def _heartbeat(self, job: ClaimedJob, worker: str) -> None:
-        interval = self._queue.policy.lease_s / 3
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._queue.heartbeat(job, worker)
-            except Exception:
-                log.exception("heartbeat for job %s failed", job.id)
 
     async def _sweep_forever(self) -> None:
         while not self._stopping.is_set():
