@@ -262,7 +262,7 @@ def _asyncpg_dsn(url: str) -> str:
 
 
 async def create_pg_database(admin_url: str) -> tuple[str, str]:
-    import asyncpg  # type: ignore[import-untyped]
+    import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type stubs
 
     name = f"frontdesk_bench_{secrets.token_hex(4)}"
     conn = await asyncpg.connect(_asyncpg_dsn(admin_url))

@@ -152,4 +152,4 @@ def test_settings_cannot_be_changed_after_start(clean_env):
     settings = Settings()
 
     with pytest.raises(ValidationError):
-        settings.port = 1  # type: ignore[misc]
+        settings.port = 1  # type: ignore[misc]  # the point: assigning to a frozen model

@@ -49,6 +49,43 @@ async def test_message_sent_while_reply_is_generated_gets_exactly_one_more_reply
     assert [t.batch_size for t in await traces(db)] == [1, 2]
 
 
+async def test_turn_after_a_mid_turn_message_sees_the_earlier_reply_before_the_new_messages(db):
+    seen: list[list[tuple[str, str]]] = []
+
+    class Recording:
+        name = "recording"
+
+        async def request(self, messages, params):
+            from pydantic_ai import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+
+            transcript = []
+            for m in messages:
+                for p in m.parts:
+                    if isinstance(m, ModelRequest) and isinstance(p, UserPromptPart):
+                        transcript.append(("customer", p.content))
+                    elif isinstance(m, ModelResponse) and isinstance(p, TextPart):
+                        transcript.append(("agent", p.content))
+            seen.append(transcript)
+            await asyncio.sleep(0.5)
+            answer = f"answer {len(seen)}"
+            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": answer}]})])
+
+    runtime, accounts = await make_runtime(db, Recording(), quiet_window_s=0.1)
+    runtime.runner.start()
+    try:
+        await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+        await asyncio.sleep(0.35)  # the first turn is generating
+        await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+
+    assert seen == [
+        [("customer", "first")],
+        [("customer", "first"), ("agent", "answer 1"), ("customer", "second")],
+    ]
+
+
 async def test_redelivered_message_changes_nothing(db):
     runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello", msg_id="m1"))

@@ -26,7 +26,7 @@ from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import QUEUED, RUNNING, JobQueue
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Tenant, TurnTrace
 from frontdesk.reasoning.agent import Agent
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
@@ -192,17 +192,15 @@ class TurnAssembler:
                 .values(processed_at=self._clock.now())
             )
 
-    async def _history(self, conversation_id: str, before_id: int) -> tuple[TurnMessage, ...]:
+    async def _history(self, conversation_id: str) -> tuple[TurnMessage, ...]:
+        """The conversation so far, in the order it was answered: a message that arrived while a
+        reply was being written has a smaller id than that reply but comes after it."""
         async with self._db.read() as session:
             rows = list(
                 await session.scalars(
                     select(Message)
-                    .where(
-                        Message.conversation_id == conversation_id,
-                        Message.id < before_id,
-                        Message.processed_at.is_not(None),
-                    )
-                    .order_by(Message.id.desc())
+                    .where(Message.conversation_id == conversation_id, Message.processed_at.is_not(None))
+                    .order_by(Message.processed_at.desc(), Message.id.desc())
                     .limit(HISTORY_MESSAGES)
                 )
             )
@@ -219,7 +217,7 @@ class TurnAssembler:
             business_name=thread.tenant_name,
             conversation_id=conversation.id,
             batch=tuple(_turn_message(m) for m in batch),
-            history=await self._history(conversation.id, batch[0].id),
+            history=await self._history(conversation.id),
         )
         model_name: str | None = None
         try:
@@ -237,7 +235,7 @@ class TurnAssembler:
                 .where(Conversation.id == conversation.id, Conversation.lock_owner == owner)
                 .values(version=Conversation.version + 1, updated_at=self._clock.now())
             )
-            if not fenced.rowcount:  # type: ignore[attr-defined]  # CursorResult at runtime
+            if not rows_affected(fenced):
                 raise LeaseLost(conversation.id)
             trace = TurnTrace(
                 conversation_id=conversation.id,

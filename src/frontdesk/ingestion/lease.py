@@ -15,7 +15,7 @@ from sqlalchemy import or_, update
 
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.periodic import every
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import Conversation
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class ConversationLease:
                 )
                 .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
             )
-        return bool(result.rowcount)  # type: ignore[attr-defined]  # CursorResult at runtime
+        return rows_affected(result) > 0
 
     async def renew(self, conversation_id: str, owner: str) -> bool:
         now = self._clock.now()
@@ -52,7 +52,7 @@ class ConversationLease:
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(lock_until=now + timedelta(seconds=self.ttl_s))
             )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return rows_affected(result) > 0
 
     async def release(self, conversation_id: str, owner: str) -> None:
         async with self._db.transaction() as session:

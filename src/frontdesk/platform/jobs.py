@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import JobId
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import Job
 
 QUEUED, RUNNING, DONE, DEAD = "queued", "running", "done", "dead"
@@ -161,7 +161,7 @@ class JobQueue:
                 .where(Job.id == job.id, Job.locked_by == worker, Job.status == RUNNING)
                 .values(locked_until=now + timedelta(seconds=self.policy.lease_s), updated_at=now)
             )
-        return bool(result.rowcount)  # type: ignore[attr-defined]  # CursorResult at runtime
+        return rows_affected(result) > 0
 
     async def complete(self, job: ClaimedJob, worker: str) -> None:
         async with self._db.transaction() as session:

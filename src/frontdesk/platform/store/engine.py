@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import event
+from sqlalchemy import CursorResult, Result, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -58,6 +58,11 @@ def _make_sqlite_safe(engine: AsyncEngine) -> None:
         # Reads (``Database.read``) need no write lock: in WAL mode they never block writers.
         deferred = connection.get_execution_options().get(_READ_ONLY, False)
         connection.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
+
+
+def rows_affected(result: Result[Any]) -> int:
+    """Rows an UPDATE/DELETE touched (session.execute types its result as the generic Result)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 class Database:
