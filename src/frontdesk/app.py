@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from frontdesk import __version__
-from frontdesk.errors import AuthError, ConflictError, FrontdeskError, NotFoundError, PayloadError
+from frontdesk.errors import AuthError, ConflictError, FrontdeskError, NotFoundError, PayloadError, TooLargeError
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.runtime import Runtime
 
@@ -50,6 +50,8 @@ def error_body(code: str, message: str, details: object = None) -> dict[str, obj
 def _status_for(exc: FrontdeskError) -> int:
     if isinstance(exc, ConflictError):
         return 409
+    if isinstance(exc, TooLargeError):
+        return 413
     if isinstance(exc, PayloadError):
         return 400 if exc.malformed else 422
     if isinstance(exc, AuthError):

@@ -91,7 +91,10 @@ def serve(host: HostOption = None, port: PortOption = None) -> None:
 async def _serve(runtime: Runtime, settings: Settings) -> None:
     from frontdesk.app import create_app
 
-    config = uvicorn.Config(create_app(runtime), host=settings.host, port=settings.port, log_level="info")
+    # Open chat streams never end by themselves: give them a few seconds, then close them.
+    config = uvicorn.Config(
+        create_app(runtime), host=settings.host, port=settings.port, log_level="info", timeout_graceful_shutdown=5
+    )
     try:
         await _QuietExitServer(config).serve()
     finally:

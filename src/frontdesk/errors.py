@@ -3,7 +3,8 @@
 FrontdeskError
 ├── ConfigError            our fault: a bad setting, an unknown model string
 ├── PayloadError           the sender's fault: malformed or invalid input        → 400 / 422
-│   └── ConflictError      an idempotency key reused with different content      → 409
+│   ├── ConflictError      an idempotency key reused with different content      → 409
+│   └── TooLargeError      a body over the endpoint's size limit                 → 413
 ├── AuthError              the sender is not who they claim to be                → 401
 ├── NotFoundError          an id in the URL names nothing we know                → 404
 ├── ModelAPIError          a model vendor failed (status, retry_after)
@@ -44,6 +45,10 @@ class PayloadError(FrontdeskError):
 
 class ConflictError(PayloadError):
     code = "idempotency_conflict"
+
+
+class TooLargeError(PayloadError):
+    code = "payload_too_large"
 
 
 class AuthError(FrontdeskError):

@@ -73,11 +73,8 @@ class Runtime:
             queue,
             AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
         )
-        runner_ref: list[JobRunner] = []
-
         async def process_conversation(job: ClaimedJob) -> None:
-            owner = f"{runner_ref[0].identity}/job{job.id}"
-            await assembler.process(str(job.payload["conversation_id"]), owner)
+            await assembler.process(str(job.payload["conversation_id"]), job.claim_id)
 
         async def requeue_orphans() -> int:
             return await assembler.requeue_orphans(queue)
@@ -90,7 +87,6 @@ class Runtime:
             sweeps=[queue.requeue_abandoned, requeue_orphans],
             sweep_interval_s=settings.sweeper_interval_s,
         )
-        runner_ref.append(runner)
         return cls(settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label)
 
     async def close(self) -> None:

@@ -359,6 +359,7 @@ async def test_reply_blocks_stream_to_an_open_page_over_http(db):
             assert stream.headers["content-type"].startswith("text/event-stream")
             events = sse_events(stream)
             assert (await anext(events)) == {"retry": "2000"}
+            assert (await anext(events)) == {"id": "0:0"}  # a new conversation: everything is new
             posted = await client.post(f"{url}/messages", json={"session": "live-1", "id": "m1", "text": "cards?"})
             assert posted.status_code == 202
             first, second = await next_block(events), await next_block(events)
@@ -400,10 +401,82 @@ async def test_fresh_stream_on_an_existing_conversation_sends_only_new_replies(d
         async with client.stream("GET", f"{url}/stream", params={"session": "s"}) as stream:
             events = sse_events(stream)
             await anext(events)  # retry: the stream is open
-            # it has fixed its cursor at the present and listens for this conversation
-            await wait_until(lambda: conversation_id in runtime.signals._events)
+            start = await anext(events)  # the cursor it fixed at the present
+            assert start["id"].startswith(f"{conversation_id and await latest_id(runtime, conversation_id)}:")
             await client.post(f"{url}/messages", json={"session": "s", "id": "m2", "text": "new"})
             await drain(runtime)
             block = await next_block(events)
 
     assert json.loads(block["data"])["block"]["text"] == "echo: new"
+
+
+async def latest_id(runtime, conversation_id: str) -> int:
+    from frontdesk.output.transcript import latest_message_id
+
+    return await latest_message_id(runtime.db, conversation_id)
+
+
+async def test_stream_that_drops_before_its_first_block_resumes_from_where_it_started(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    url = f"/v1/webchat/{accounts.webchat_id}"
+    async with served(create_app(runtime, run_workers=False)) as client:
+        await client.post(f"{url}/messages", json={"session": "s", "id": "m1", "text": "old"})
+        await drain(runtime)
+        async with client.stream("GET", f"{url}/stream", params={"session": "s"}) as stream:
+            events = sse_events(stream)
+            await anext(events)
+            start = (await anext(events))["id"]
+        # the connection dropped; meanwhile a reply was stored
+        await client.post(f"{url}/messages", json={"session": "s", "id": "m2", "text": "while away"})
+        await drain(runtime)
+        async with client.stream(
+            "GET", f"{url}/stream", params={"session": "s"}, headers={"Last-Event-ID": start}
+        ) as stream:
+            block = await next_block(sse_events(stream))
+
+    assert json.loads(block["data"])["block"]["text"] == "echo: while away"
+
+
+@pytest.mark.parametrize("last_event_id", ["\u00b2:0", "99999999999999999999999:0", "x", "1:2:3"])
+async def test_garbled_last_event_id_starts_a_fresh_stream(db, last_event_id):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    async with served(create_app(runtime, run_workers=False)) as client:
+        url = f"/v1/webchat/{accounts.webchat_id}/stream"
+        headers = {"Last-Event-ID": last_event_id.encode("utf-8")}
+        async with client.stream("GET", url, params={"session": "s"}, headers=headers) as stream:
+            events = sse_events(stream)
+            assert stream.status_code == 200
+            assert (await anext(events)) == {"retry": "2000"}
+            assert (await anext(events)) == {"id": "0:0"}
+
+
+async def test_customer_message_longer_than_a_reply_block_shows_in_the_transcript(db):
+    async with api(db) as (runtime, client, accounts):
+        text = "long " * 600  # 3000 characters: allowed in, longer than one reply block
+        assert (await post(client, accounts.webchat_id, {"session": "s", "id": "m1", "text": text})).status_code == 202
+        await drain(runtime)
+        messages = await transcript(client, accounts.webchat_id, "s")
+
+    assert messages[0]["blocks"] == [{"type": "text", "text": text.strip()}]
+    assert messages[1]["receipt"]["status"] == "sent"
+
+
+async def test_body_over_the_size_limit_is_413_before_it_is_read(db):
+    async with api(db, webchat_max_text_chars=100) as (_runtime, client, accounts):
+        huge = json.dumps({"session": "s", "id": "m", "text": "x" * 10_000}).encode()
+        response = await post(client, accounts.webchat_id, huge)
+
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize("account", ["%00", "a" * 41, "bad%20id"])
+async def test_malformed_account_id_in_the_path_is_422_not_a_server_error(db, account):
+    async with api(db) as (_runtime, client, _accounts):
+        responses = [
+            await client.post(f"/v1/webchat/{account}/messages", json={"session": "s", "id": "m", "text": "x"}),
+            await client.get(f"/v1/webchat/{account}/messages", params={"session": "s"}),
+            await client.get(f"/webchat/{account}"),
+        ]
+
+    assert [r.status_code for r in responses] == [422, 422, 422]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from sqlalchemy import update
+from sqlalchemy import delete, update
 
 from frontdesk.platform.store.schema import Conversation, Job, Message
 from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
@@ -139,12 +139,27 @@ async def test_unanswered_conversation_without_a_job_is_requeued_by_the_sweeper(
     runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
     await runtime.ingestor.ingest(message(accounts.terminal_id, "lost job"))
     async with db.transaction() as session:  # e.g. the job row was purged by hand
-        await session.execute(update(Job).values(status="dead"))
+        await session.execute(delete(Job))
 
     assert await runtime.runner.sweep_once() == 1
     assert await runtime.runner.sweep_once() == 0  # a queued job now stands for it
     await runtime.runner.run_once()
     assert len(await replies(db)) == 1
+
+
+async def test_conversation_whose_job_died_is_left_for_an_operator_until_the_customer_writes_again(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+    async with db.transaction() as session:  # every attempt failed: the job is dead
+        await session.execute(update(Job).values(status="dead", last_error="boom"))
+
+    assert await runtime.runner.sweep_once() == 0
+    assert not await runtime.runner.run_once()
+
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "hello?"))
+    while await runtime.runner.run_once():
+        pass
+    assert await reply_texts(db) == ["got: first\nhello?"]
 
 
 async def test_holder_whose_lease_was_taken_over_commits_nothing(db):

@@ -18,14 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, exists, literal, or_, select, update
+from sqlalchemy import and_, exists, func, literal, or_, select, update
 
 from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
 from frontdesk.platform.clock import Clock
-from frontdesk.platform.jobs import QUEUED, RUNNING, JobQueue
+from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Tenant, TurnTrace
 from frontdesk.reasoning.agent import Agent
@@ -253,11 +253,13 @@ class TurnAssembler:
             )
             session.add(trace)
             await session.flush()
-            await session.execute(
+            answered = await session.execute(
                 update(Message)
                 .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))
                 .values(processed_at=self._clock.now(), turn_id=trace.id)
             )
+            if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
+                raise LeaseLost(conversation.id)
             staged = await stage_reply(
                 session, thread.target, result.blocks, turn_id=trace.id, origin="agent", clock=self._clock
             )
@@ -282,9 +284,17 @@ class TurnAssembler:
     # -- crash recovery
 
     async def requeue_orphans(self, queue: JobQueue) -> int:
-        """Sweeper: conversations with unanswered rows, no live lease and no pending job get one."""
+        """Sweeper: conversations with unanswered rows, no live lease and no pending job get one.
+
+        A conversation whose job already died over these rows is left for an operator (the dead
+        job and its ``last_error`` say why); a newer customer message queues a fresh job anyway."""
         now = self._clock.now()
         job_key = literal(CONVERSATION_JOB_KEY_PREFIX) + Conversation.id
+        oldest_unanswered = (
+            select(func.min(Message.created_at))
+            .where(Message.conversation_id == Conversation.id, Message.role == "user", Message.processed_at.is_(None))
+            .scalar_subquery()
+        )
         async with self._db.transaction() as session:
             orphans = list(
                 await session.scalars(
@@ -296,6 +306,9 @@ class TurnAssembler:
                         ),
                         or_(Conversation.lock_owner.is_(None), Conversation.lock_until < now),
                         ~exists().where(and_(Job.key == job_key, Job.status.in_([QUEUED, RUNNING]))),
+                        ~exists().where(
+                            and_(Job.key == job_key, Job.status == DEAD, Job.updated_at >= oldest_unanswered)
+                        ),
                     )
                 )
             )

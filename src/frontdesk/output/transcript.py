@@ -65,7 +65,8 @@ def _entry(message: Message, receipt: Receipt | None) -> TranscriptEntry:
     if message.content_type == "blocks":
         blocks = list(blocks_adapter.validate_json(message.content))
     else:
-        blocks = [TextBlock(text=message.content or f"[{message.content_type}]")]
+        # A customer's message is shown as sent: it is not bound by the reply contract's limits.
+        blocks = [TextBlock.model_construct(type="text", text=message.content or f"[{message.content_type}]")]
     return TranscriptEntry(
         id=message.id,
         role=message.role,

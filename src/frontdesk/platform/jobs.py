@@ -33,6 +33,12 @@ class ClaimedJob:
     key: str | None
     payload: dict[str, Any]
     attempts: int
+    worker: str
+
+    @property
+    def claim_id(self) -> str:
+        """Unique per claim: a job re-claimed after its lease lapsed is a different holder."""
+        return f"{self.worker}/job{self.id}.{self.attempts}"
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,7 @@ class JobQueue:
             row = (await session.execute(claim)).first()
         if row is None:
             return None
-        return ClaimedJob(JobId(row.id), row.kind, row.key, row.payload, row.attempts)
+        return ClaimedJob(JobId(row.id), row.kind, row.key, row.payload, row.attempts, worker)
 
     async def heartbeat(self, job: ClaimedJob, worker: str) -> bool:
         now = self._clock.now()

@@ -22,7 +22,7 @@ Sweep = Callable[[], Awaitable[int]]
 
 def worker_identity() -> str:
     """host:pid:random, so leases from a restarted process never look like ours."""
-    return f"{socket.gethostname()}:{os.getpid()}:{new_id('w')[2:10]}"
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{new_id('w')[2:10]}"
 
 
 class JobRunner:

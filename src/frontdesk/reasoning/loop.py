@@ -94,6 +94,7 @@ async def run_generation(
     history = list(messages)
     result = GenerationResult(outcome=Outcome.FALLBACK, blocks=[])
     prose_hinted = False
+    first_prose = ""
     bad_reply_args: str | None = None
 
     for step in range(1, limits.max_steps + 1):
@@ -111,11 +112,12 @@ async def run_generation(
             prose = "".join(p.content for p in response.parts if isinstance(p, TextPart))
             if not prose_hinted:
                 prose_hinted = True
+                first_prose = prose
                 result.retries += 1
                 hint = RetryFeedbackPart(content=MISSING_REPLY_HINT, retry=RetryInfo(cause="model_retry"))
                 history.append(ModelRequest(parts=[hint]))
                 continue
-            salvaged = salvage_reply(prose)
+            salvaged = salvage_reply(prose) or salvage_reply(first_prose)
             if salvaged:
                 return _finish(result, Outcome.SALVAGED, salvaged, "prose salvaged after a missing-reply hint")
             return _fallback(result, "model answered in prose twice and nothing could be salvaged")
@@ -148,12 +150,29 @@ async def run_generation(
 def _parse_reply(call: ToolCallPart) -> list[Block] | str:
     """The reply's blocks, or the validation message to send back to the model."""
     try:
-        return list(ReplyPayload.model_validate(call.args_as_dict(raise_if_invalid=True)).blocks)
+        return list(ReplyPayload.model_validate(_arguments(call)).blocks)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return f"The reply was not valid ({problems}). Call `reply` again with valid blocks."
-    except ValueError:
-        return "The reply arguments were not valid JSON. Call `reply` again with a JSON object."
+    except ValueError as exc:
+        return f"The reply arguments were not usable ({exc}). Call `reply` again with a JSON object."
+
+
+def _arguments(call: ToolCallPart) -> dict[str, Any]:
+    """The call's arguments as an object. Raises ValueError for anything else. A JSON object
+    encoded twice (a string holding JSON) is a common slip of small local models: decoded once more."""
+    if isinstance(call.args, str):
+        try:
+            decoded: Any = json.loads(call.args)
+            if isinstance(decoded, str):
+                decoded = json.loads(decoded)
+        except ValueError as exc:
+            raise ValueError("arguments are not valid JSON") from exc
+    else:
+        decoded = call.args or {}
+    if not isinstance(decoded, dict):
+        raise ValueError(f"arguments must be a JSON object, not {type(decoded).__name__}")
+    return decoded
 
 
 def _raw_args(call: ToolCallPart) -> str:
@@ -180,7 +199,7 @@ async def _run_tool(
             call, f"Tool {call.tool_name!r} is not available. Available tools: {available}.", "unavailable_tool"
         )
     try:
-        arguments = tool.input_model.model_validate(call.args_as_dict(raise_if_invalid=True))
+        arguments = tool.input_model.model_validate(_arguments(call))
     except (ValidationError, ValueError) as exc:
         record["error"] = f"invalid arguments: {exc}"[:500]
         return _retry(call, f"Invalid arguments: {exc}", "validation_error")

@@ -23,11 +23,18 @@ def salvage_reply(raw: str) -> list[Block] | None:
     parsed = _as_payload(candidate)
     if parsed is not None:
         return parsed
-    if candidate.startswith(("{", "[")):
-        texts = [_unescape(t) for t in _TEXT_FIELD.findall(candidate)]
-        texts = [t for t in texts if t.strip()]
-        return text_blocks("\n\n".join(texts)) if texts else None
+    texts = [t for t in (_unescape(t) for t in _TEXT_FIELD.findall(candidate)) if t.strip()]
+    if texts and candidate.startswith(("{", "[")):
+        return text_blocks("\n\n".join(texts))
+    if _looks_like_data(candidate):
+        return None  # broken JSON with nothing quotable: no customer should read it
     return text_blocks(candidate) or None
+
+
+def _looks_like_data(candidate: str) -> bool:
+    """JSON-ish text (braces and quoted keys), as opposed to prose that happens to start with a
+    bracket, such as a markdown link."""
+    return candidate.startswith("{") or (candidate.startswith("[") and candidate.lstrip("[ \n").startswith(("{", '"')))
 
 
 def _as_payload(candidate: str) -> list[Block] | None:

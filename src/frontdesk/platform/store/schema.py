@@ -104,7 +104,7 @@ class Conversation(Base):
     channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
     contact_id: Mapped[str] = mapped_column(ForeignKey("contacts.id"))
     ai_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
-    lock_owner: Mapped[str | None] = mapped_column(String(80))
+    lock_owner: Mapped[str | None] = mapped_column(String(200))
     lock_until: Mapped[datetime | None]
     version: Mapped[int] = mapped_column(Integer, default=0)
     last_inbound_at: Mapped[datetime | None]
@@ -159,7 +159,7 @@ class TurnTrace(Base):
     __tablename__ = "turn_traces"
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), index=True)
-    worker: Mapped[str] = mapped_column(String(80))
+    worker: Mapped[str] = mapped_column(String(200))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     batch_size: Mapped[int] = mapped_column(Integer, default=0)
@@ -186,7 +186,7 @@ class Job(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=5)
     run_after: Mapped[datetime]
-    locked_by: Mapped[str | None] = mapped_column(String(80))
+    locked_by: Mapped[str | None] = mapped_column(String(200))
     locked_until: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]

@@ -9,16 +9,17 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from frontdesk.errors import ConflictError, PayloadError
+from frontdesk.errors import ConflictError, PayloadError, TooLargeError
 from frontdesk.ingestion.channels._deps import ChannelDeps
 from frontdesk.ingestion.events import InboundMessage
 from frontdesk.output.transcript import latest_message_id, read_transcript
@@ -29,6 +30,9 @@ STREAM_POLL_S = 1.0
 STREAM_KEEPALIVE_S = 15.0
 
 Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
+AccountId = Annotated[str, Path(pattern=TOKEN_PATTERN, max_length=40, description="a web chat channel account")]
+LAST_EVENT_ID = re.compile(r"([0-9]{1,18}):([0-9]{1,9})")
+PRESENT = 10**6  # a block index past any message's last block: "everything of this message was seen"
 
 
 class WebchatInbound(BaseModel):
@@ -84,8 +88,9 @@ def build_router(deps: ChannelDeps) -> APIRouter:
             }
         },
     )
-    async def post_message(channel_account_id: str, request: Request) -> JSONResponse:
-        body = parse_inbound(await request.body(), deps.max_text_chars)
+    async def post_message(channel_account_id: AccountId, request: Request) -> JSONResponse:
+        raw = await read_capped(request, body_limit(deps.max_text_chars))
+        body = parse_inbound(raw, deps.max_text_chars)
         result = await deps.ingestor.ingest(
             InboundMessage(
                 channel_account_id=channel_account_id,
@@ -103,7 +108,7 @@ def build_router(deps: ChannelDeps) -> APIRouter:
         )
 
     @router.get("/v1/webchat/{channel_account_id}/messages")
-    async def get_messages(channel_account_id: str, session: Session) -> dict[str, Any]:
+    async def get_messages(channel_account_id: AccountId, session: Session) -> dict[str, Any]:
         await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
         if conversation_id is None:
@@ -112,7 +117,7 @@ def build_router(deps: ChannelDeps) -> APIRouter:
         return {"messages": [e.as_json() for e in entries]}
 
     @router.get("/v1/webchat/{channel_account_id}/stream", response_class=StreamingResponse)
-    async def stream(channel_account_id: str, session: Session, request: Request) -> StreamingResponse:
+    async def stream(channel_account_id: AccountId, session: Session, request: Request) -> StreamingResponse:
         await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         resume_after = _parse_last_event_id(request.headers.get("last-event-id"))
         events = _assistant_blocks(deps, request, channel_account_id, session, resume_after)
@@ -121,7 +126,7 @@ def build_router(deps: ChannelDeps) -> APIRouter:
         )
 
     @router.get("/webchat/{channel_account_id}", response_class=HTMLResponse)
-    async def page(channel_account_id: str) -> HTMLResponse:
+    async def page(channel_account_id: AccountId) -> HTMLResponse:
         account = await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         template = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
         values = {
@@ -139,12 +144,28 @@ def build_router(deps: ChannelDeps) -> APIRouter:
 
 def _parse_last_event_id(value: str | None) -> tuple[int, int] | None:
     """``<message_id>:<block_index>`` of the last block the client saw, if it says so."""
-    if not value:
-        return None
-    message, _, index = value.partition(":")
-    if not (message.isdigit() and index.isdigit()):
-        return None
-    return int(message), int(index)
+    match = LAST_EVENT_ID.fullmatch(value or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def body_limit(max_text_chars: int) -> int:
+    """Bytes a valid message can take: 4 per character of text (UTF-8) plus room for the rest."""
+    return max_text_chars * 4 + 2048
+
+
+async def read_capped(request: Request, limit: int) -> bytes:
+    """The body, refused once it passes ``limit`` bytes (before it is all in memory)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise TooLargeError(f"the body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLargeError(f"the body is over the {limit}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _assistant_blocks(
@@ -155,8 +176,12 @@ async def _assistant_blocks(
     yield "retry: 2000\n\n"
     conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
     cursor = resume_after
-    if cursor is None and conversation_id is not None:
-        cursor = (await latest_message_id(deps.db, conversation_id), 1 << 30)
+    if cursor is None:
+        # Tell the browser where this stream starts, so a reconnect before the first block
+        # resumes here instead of at a later "present" (which would skip a reply in between).
+        latest = await latest_message_id(deps.db, conversation_id) if conversation_id else 0
+        cursor = (latest, PRESENT) if latest else (0, 0)
+        yield f"id: {cursor[0]}:{cursor[1]}\n\n"
     last_sent = time.monotonic()
     while not await request.is_disconnected():
         if conversation_id is None:
@@ -164,10 +189,10 @@ async def _assistant_blocks(
         woke = False
         if conversation_id is not None:
             ticket = deps.signals.ticket(conversation_id)
-            after = max(cursor[0] - 1, 0) if cursor else 0
+            after = max(cursor[0] - 1, 0)
             for entry in await read_transcript(deps.db, conversation_id, after_id=after, roles=("assistant",)):
                 for index, block in enumerate(entry.blocks):
-                    if cursor and (entry.id, index) <= cursor:
+                    if (entry.id, index) <= cursor:
                         continue
                     payload = {
                         "message_id": entry.id,

@@ -1,0 +1,100 @@
+"""The generation loop's recovery paths for arguments models really send."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import ModelRequest, UserPromptPart
+
+from frontdesk.capabilities.tools import Tool, ToolContext
+from frontdesk.output.blocks import TextBlock
+from frontdesk.reasoning.loop import FALLBACK_TEXT, Outcome, run_generation
+from frontdesk.reasoning.salvage import salvage_reply
+from harness import script_client
+
+CONTEXT = ToolContext(tenant_id="t", conversation_id="c")
+PAYLOAD = {"blocks": [{"type": "text", "text": "Open nine to five."}]}
+
+
+def ask(text: str = "hours?") -> list[ModelRequest]:
+    return [ModelRequest(parts=[UserPromptPart(text)])]
+
+
+def texts(result) -> list[str]:
+    return [b.text for b in result.blocks if isinstance(b, TextBlock)]
+
+
+async def test_reply_arguments_encoded_twice_are_accepted():
+    model = script_client({"steps": [{"tool": "reply", "raw_args": json.dumps(json.dumps(PAYLOAD))}]})
+
+    result = await run_generation(model, ask(), [], CONTEXT)
+
+    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Open nine to five."], 0)
+
+
+@pytest.mark.parametrize("raw", ["null", "[1, 2]", '"just a string"', "42"])
+async def test_reply_arguments_that_are_not_an_object_get_one_retry(raw):
+    model = script_client({"steps": [{"tool": "reply", "raw_args": raw}, {"reply": PAYLOAD}]})
+
+    result = await run_generation(model, ask(), [], CONTEXT)
+
+    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Open nine to five."], 1)
+
+
+class Query(BaseModel):
+    q: str = "all"
+
+
+@pytest.mark.parametrize("raw", ["null", "[]", "{broken"])
+async def test_tool_arguments_that_are_not_an_object_never_run_the_tool(raw):
+    calls: list[Query] = []
+
+    async def search(args: Query, _ctx: ToolContext) -> dict[str, str]:
+        calls.append(args)
+        return {"found": "nothing"}
+
+    tool = Tool("search", "search the catalog", Query, search)
+    model = script_client({"steps": [{"tool": "search", "raw_args": raw}, {"reply": PAYLOAD}]})
+
+    result = await run_generation(model, ask(), [tool], CONTEXT)
+
+    assert calls == []
+    assert result.outcome == Outcome.REPLIED
+    assert result.tool_calls[0]["ok"] is False
+
+
+async def test_prose_twice_is_salvaged_from_the_first_answer_when_the_second_is_empty():
+    model = script_client({"steps": [{"text": "We open at 9."}, {"text": "   "}]})
+
+    result = await run_generation(model, ask(), [], CONTEXT)
+
+    assert (result.outcome, texts(result)) == (Outcome.SALVAGED, ["We open at 9."])
+
+
+@pytest.mark.parametrize(
+    ("prose", "expected"),
+    [
+        (
+            "[Our hours](https://example.com/hours): we open at 9.",
+            ["[Our hours](https://example.com/hours): we open at 9."],
+        ),
+        ('```json\n{"blocks": [{"type": "text", "text": "Hi!"}]}\n```', ["Hi!"]),
+        ('Sure: {"text": "We close at six."}', ["We close at six."]),
+        ('{"blocks": [{"type": "text", "text": "cut off', None),
+        ('{"blocks": [{"type": "text", "text": "Half"}, {"type": "imag', ["Half"]),
+        ("   ", None),
+    ],
+)
+def test_salvage_keeps_what_a_customer_could_read(prose, expected):
+    salvaged = salvage_reply(prose)
+    assert (None if salvaged is None else [b.text for b in salvaged]) == expected
+
+
+async def test_model_that_never_calls_reply_ends_in_the_fallback_within_the_step_ceiling():
+    model = script_client({"default": [{"tool": "nonexistent", "args": {}}]})
+
+    result = await run_generation(model, ask(), [], CONTEXT)
+
+    assert (result.outcome, texts(result), result.steps) == (Outcome.FALLBACK, [FALLBACK_TEXT], 8)
