@@ -42,7 +42,7 @@ def test_defaults_are_the_documented_ones(clean_env):
     assert (settings.host, settings.port, settings.public_url) == ("127.0.0.1", 8000, None)
     assert (settings.model_chat, settings.model_utility, settings.model_embeddings) == (None, None, None)
     assert settings.model_timeout_s == 60
-    assert (settings.workers, settings.job_max_attempts) == (2, 5)
+    assert (settings.workers, settings.job_max_attempts) == (8, 5)
     assert (settings.job_backoff_s, settings.job_lease_s) == (2.0, 60)
     assert (settings.sweeper_interval_s, settings.poll_interval_s) == (5.0, 1.0)
     assert settings.quiet_window_s == 1.5

@@ -73,6 +73,7 @@ class Runtime:
             queue,
             AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
         )
+
         async def process_conversation(job: ClaimedJob) -> None:
             await assembler.process(str(job.payload["conversation_id"]), job.claim_id)
 

@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     model_embeddings: str | None = None
 
     # -- jobs
-    workers: int = Field(default=2, ge=0, le=64)
+    workers: int = Field(default=8, ge=0, le=64)
     job_max_attempts: int = Field(default=5, ge=1)
     job_backoff_s: float = Field(default=2.0, gt=0)
     job_lease_s: float = Field(default=60.0, gt=0)

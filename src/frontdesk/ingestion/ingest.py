@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -104,19 +106,6 @@ class Ingestor:
         if found is None or (channel is not None and found[0].channel != channel):
             raise NotFoundError(f"no {channel or 'such'} channel account {event.channel_account_id!r}")
         account, contact, conversation = found
-        existing = await session.scalar(
-            select(Message).where(
-                Message.channel_account_id == event.channel_account_id,
-                Message.channel_message_id == event.channel_message_id,
-            )
-        )
-        if existing is not None:
-            return IngestResult(
-                MessageId(existing.id),
-                ConversationId(existing.conversation_id),
-                duplicate=True,
-                same_content=existing.content == event.text,
-            )
         now = self._clock.now()
         if contact is None:
             contact = Contact(
@@ -141,23 +130,46 @@ class Ingestor:
                 updated_at=now,
             )
             session.add(conversation)
-        conversation.last_inbound_at = now
-        conversation.updated_at = now
-        message = Message(
-            conversation_id=conversation.id,
-            channel_account_id=account.id,
-            channel_message_id=event.channel_message_id,
-            role="user",
-            content_type=event.content_type,
-            content=event.text,
-            meta=event.metadata,
-            status=event.status,
-            created_at=now,
-        )
-        session.add(message)
         await session.flush()
+        # The unique index decides: a redelivery inserts nothing (and logs no database error).
+        insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+        message_id = await session.scalar(
+            insert(Message)
+            .values(
+                conversation_id=conversation.id,
+                channel_account_id=account.id,
+                channel_message_id=event.channel_message_id,
+                role="user",
+                content_type=event.content_type,
+                content=event.text,
+                meta=event.metadata,
+                status=event.status,
+                created_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["channel_account_id", "channel_message_id"])
+            .returning(Message.id)
+        )
+        if message_id is None:
+            return await self._duplicate(session, event)
         await queue_turn(self._queue, session, conversation.id, delay_s=self._turn_delay_s)
-        return IngestResult(MessageId(message.id), ConversationId(conversation.id), duplicate=False)
+        return IngestResult(MessageId(message_id), ConversationId(conversation.id), duplicate=False)
+
+    async def _duplicate(self, session: AsyncSession, event: InboundMessage) -> IngestResult:
+        """The earlier row of a redelivered message."""
+        existing = await session.scalar(
+            select(Message).where(
+                Message.channel_account_id == event.channel_account_id,
+                Message.channel_message_id == event.channel_message_id,
+            )
+        )
+        if existing is None:  # the conflict was on this very key, so the row exists
+            raise AssertionError(f"conflict without a row for {event.channel_message_id!r}")
+        return IngestResult(
+            MessageId(existing.id),
+            ConversationId(existing.conversation_id),
+            duplicate=True,
+            same_content=existing.content == event.text,
+        )
 
     async def find_conversation(self, channel_account_id: str, contact_external_id: str) -> str | None:
         async with self._db.read() as session:

@@ -115,6 +115,7 @@ class JobRunner:
         if handler is None:
             await self._queue.fail(job, worker, f"no handler for job kind {job.kind!r}")
             return
+
         async def heartbeat() -> bool:
             return await self._queue.heartbeat(job, worker)
 

@@ -107,7 +107,6 @@ class Conversation(Base):
     lock_owner: Mapped[str | None] = mapped_column(String(200))
     lock_until: Mapped[datetime | None]
     version: Mapped[int] = mapped_column(Integer, default=0)
-    last_inbound_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

@@ -93,7 +93,6 @@ def upgrade() -> None:
         sa.Column("lock_owner", sa.String(length=200), nullable=True),
         sa.Column("lock_until", frontdesk.platform.store.schema.UTCDateTime(timezone=True), nullable=True),
         sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("last_inbound_at", frontdesk.platform.store.schema.UTCDateTime(timezone=True), nullable=True),
         sa.Column("created_at", frontdesk.platform.store.schema.UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", frontdesk.platform.store.schema.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
@@ -193,7 +192,6 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("receipts", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_receipts_conversation_id"), ["conversation_id"], unique=False)
-
 
 
 def downgrade() -> None:
