@@ -7,6 +7,7 @@ the bursts frontdesk exists for. Transactions are kept short and never span a mo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -72,6 +73,10 @@ class Database:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        # SQLite has one writer at a time. Writers of this process queue on this lock instead of
+        # in SQLite's busy handler, which sleeps in steps of up to 100 ms; the busy timeout still
+        # covers writers in other processes (``frontdesk chat`` beside ``frontdesk demo``).
+        self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
     def from_url(cls, database_url: str) -> Database:
@@ -83,7 +88,11 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions() as session, session.begin():
+        if self._write_lock is None:
+            async with self._sessions() as session, session.begin():
+                yield session
+            return
+        async with self._write_lock, self._sessions() as session, session.begin():
             yield session
 
     @asynccontextmanager
