@@ -5,7 +5,6 @@ Identity & policy fields and the memory budget arrive in issue 3; the order rule
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
@@ -24,10 +23,6 @@ Rules:
 
 def static_prefix(turn: Turn) -> str:
     return PLAYBOOK.format(business=turn.business_name)
-
-
-def prefix_hash(prefix: str) -> str:
-    return hashlib.sha256(prefix.encode()).hexdigest()[:16]
 
 
 def build_messages(turn: Turn, now: datetime) -> list[ModelMessage]:
