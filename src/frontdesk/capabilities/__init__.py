@@ -1,5 +1,26 @@
-"""Capabilities: typed tool contracts the generation loop may offer."""
+"""Capabilities: typed tool contracts, the fail-closed policy catalog and per-turn bundles."""
 
-from frontdesk.capabilities.tools import Tool, ToolContext, ToolKind
+from frontdesk.capabilities.policy import (
+    Bundle,
+    Operation,
+    Risk,
+    RoutingDecision,
+    ToolPolicy,
+    ToolPolicyCatalog,
+)
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolKind, ToolResult
 
-__all__ = ["Tool", "ToolContext", "ToolKind"]
+__all__ = [
+    "Bundle",
+    "Operation",
+    "Risk",
+    "RoutingDecision",
+    "Tool",
+    "ToolContext",
+    "ToolEvidence",
+    "ToolFailure",
+    "ToolKind",
+    "ToolPolicy",
+    "ToolPolicyCatalog",
+    "ToolResult",
+]

@@ -1,13 +1,15 @@
-"""The tool contract: a pydantic input model, a handler, a contract kind.
+"""The tool contract: a pydantic input model, a handler, a contract kind, and evidence.
 
-Policies, bundles and evidence hooks arrive with the capability system (issue 3); the loop
-already treats a tool as this typed object, never as a bare function.
+A handler returns a ``ToolResult``: what the model reads (``output``), what the call proved
+(``evidence``, the verification gate's raw material) and a compact ledger summary. Handlers
+report a clean, model-readable failure by raising ``ToolFailure``; anything else they raise is
+logged in the trace and the model is told only that the tool failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -16,12 +18,70 @@ from pydantic_ai import ToolDefinition
 ToolKind = Literal["retrieval", "action", "handoff"]
 
 
+class ToolFailure(Exception):
+    """A handler's expected failure ("no service called that"), told to the model as is."""
+
+
+@dataclass(frozen=True)
+class ToolEvidence:
+    """What one tool call proved, in terms the verification gate checks claims against.
+
+    ``references``: ids of entities the call returned (citable by reference claims).
+    ``prices``: price texts of returned rows (the price companion rule's sources).
+    ``photos``: photo id -> URL of photos returned (the image companion rule's sources).
+    ``facts``: named blocks of information loaded, e.g. ``business_info``.
+    ``events``: side effects that really happened, as (event, reference) pairs.
+    """
+
+    references: frozenset[str] = frozenset()
+    prices: tuple[str, ...] = ()
+    photos: Mapping[str, str] = field(default_factory=dict)
+    facts: frozenset[str] = frozenset()
+    events: tuple[tuple[str, str | None], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "references": sorted(self.references),
+            "prices": list(self.prices),
+            "photos": dict(self.photos),
+            "facts": sorted(self.facts),
+            "events": [list(e) for e in self.events],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ToolEvidence:
+        return cls(
+            references=frozenset(map(str, data.get("references", ()))),
+            prices=tuple(map(str, data.get("prices", ()))),
+            photos={str(k): str(v) for k, v in dict(data.get("photos", {})).items()},
+            facts=frozenset(map(str, data.get("facts", ()))),
+            events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),
+        )
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A handler's answer. ``state_key``: a later result with the same tool name and key replaces
+    this one in the tool ledger (None: the entry is never replaced, only aged out)."""
+
+    output: Any
+    evidence: ToolEvidence = field(default_factory=ToolEvidence)
+    summary: Mapping[str, Any] | None = None
+    state_key: str | None = None
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a handler may know about the turn it runs in."""
 
     tenant_id: str
     conversation_id: str
+    channel_account_id: str = ""
+    turn_key: str = ""  # unique per agent run: "once per run" side effects dedupe on it
+    customer_language: str = "en"
+
+
+Handler = Callable[[Any, ToolContext], Awaitable[ToolResult | Any]]
 
 
 @dataclass(frozen=True)
@@ -29,7 +89,7 @@ class Tool:
     name: str
     description: str
     input_model: type[BaseModel]
-    handler: Callable[[Any, ToolContext], Awaitable[Any]]
+    handler: Handler
     kind: ToolKind = "retrieval"
 
     def definition(self) -> ToolDefinition:

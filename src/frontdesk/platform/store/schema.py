@@ -66,6 +66,10 @@ class Tenant(Base):
     __tablename__ = "tenants"
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # The business pack that serves this tenant (``packs.PACKS``) and the operator's
+    # plain-language policy fields (``context.identity.IdentityPolicy``).
+    pack: Mapped[str] = mapped_column(String(40), default="printshop")
+    policy: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime]
 
 
@@ -91,6 +95,11 @@ class Contact(Base):
     channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
     external_id: Mapped[str] = mapped_column(String(200))
     display_name: Mapped[str | None] = mapped_column(String(200))
+    # What the customer told us (``capture_lead`` / ``update_customer_info``), not the channel.
+    name: Mapped[str | None] = mapped_column(String(200))
+    phone: Mapped[str | None] = mapped_column(String(60))
+    email: Mapped[str | None] = mapped_column(String(200))
+    notes: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
 
 
@@ -170,6 +179,82 @@ class TurnTrace(Base):
     latency_ms: Mapped[dict[str, Any]] = mapped_column(default=dict)
     outcome: Mapped[str] = mapped_column(String(32), default="running")
     detail: Mapped[str | None] = mapped_column(Text)
+    route: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    tools_offered: Mapped[list[Any]] = mapped_column(default=list)
+    prefix_hash: Mapped[str | None] = mapped_column(String(64))
+    prompt_size: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    claims: Mapped[list[Any]] = mapped_column(default=list)
+
+
+class ClaimRejection(Base):
+    """A reply the verification gate refused (invariant 3): what it claimed and why it failed."""
+
+    __tablename__ = "claim_rejections"
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), index=True)
+    turn_id: Mapped[int] = mapped_column(ForeignKey("turn_traces.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    claims: Mapped[list[Any]] = mapped_column(default=list)
+    failures: Mapped[list[Any]] = mapped_column(default=list)
+    reply_text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class LedgerEntry(Base):
+    """Working state: compact tool summaries (``ledger='tool'``, a short window) and proofs of
+    side effects (``ledger='action'``, ``__action__*`` names, a longer window)."""
+
+    __tablename__ = "ledger_entries"
+    __table_args__ = (Index("ix_ledger_entries_window", "conversation_id", "ledger", "id"),)
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    ledger: Mapped[str] = mapped_column(String(16))
+    tool_name: Mapped[str] = mapped_column(String(100))
+    state_key: Mapped[str | None] = mapped_column(String(200))
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+
+
+class EpisodicSnapshot(Base):
+    """The utility model's running summary of a conversation (capped fields, names never ids)."""
+
+    __tablename__ = "episodic_snapshots"
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    replies_covered: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime]
+
+
+class Task(Base):
+    """Work for the business's people: a follow-up on a lead, a hand-off. Text is in the
+    operator's language."""
+
+    __tablename__ = "tasks"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    priority: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    title: Mapped[str] = mapped_column(String(300))
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Notification(Base):
+    """An operator ping, recorded as a row (delivery routes arrive with the console).
+    ``dedupe_key`` makes a second ping of the same kind in the same run a no-op."""
+
+    __tablename__ = "notifications"
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    conversation_id: Mapped[str | None] = mapped_column(ForeignKey("conversations.id"))
+    task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id"))
+    dedupe_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
 
 
 class Job(Base):

@@ -1,0 +1,40 @@
+"""What a business pack hands the composition root: tools, their policies, router lexicons,
+the default identity policy and a playbook. Packs never import ingestion or reasoning; the root
+turns this plain data into a router and a catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frontdesk.capabilities.policy import ToolPolicy
+from frontdesk.capabilities.tools import Tool
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.store.engine import Database
+
+
+@dataclass(frozen=True)
+class PackDeps:
+    db: Database
+    clock: Clock
+    media_base_url: str  # absolute URL under which ``Pack.media_dir`` is served
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    business_name: str
+    build_tools: Callable[[PackDeps], list[Tool]]
+    policies: Mapping[str, ToolPolicy]
+    discovery_domains: frozenset[str]
+    # language -> signal -> regular expressions (matched case-insensitively)
+    lexicons: Mapping[str, Mapping[str, list[str]]]
+    # entity id -> words a customer uses for it (router: "an item is in context")
+    item_keywords: Mapping[str, list[str]]
+    default_policy: Mapping[str, Any]
+    playbook: str
+    media_dir: Path
+    # language -> the polite hold message shipped when a reply cannot be verified
+    fallback_texts: Mapping[str, str]

@@ -1,0 +1,54 @@
+"""The print shop: the blueprint's example business and the demo's default pack."""
+
+from __future__ import annotations
+
+import json
+
+from frontdesk.packs._pack import Pack
+from frontdesk.packs.printshop.catalog import DATA_DIR, PHOTOS_DIR, business, catalog
+from frontdesk.packs.printshop.policies import DISCOVERY_DOMAINS, POLICIES
+from frontdesk.packs.printshop.tools import build_tools
+
+PLAYBOOK = """\
+# How to use the print shop's tools
+- Prices, turnaround and minimum quantities come only from search_services / get_service_detail.
+  A service whose price is "not set" is quoted by the team: offer to take the request instead.
+- Show photos only from get_service_photos, in an image_group block, and declare images_shown.
+- Hours, address and contact details come only from get_business_info.
+- When the customer wants to order or get a quote and gave a name and a phone or e-mail, call
+  capture_lead once (it saves the contact, opens the follow-up and notifies the team). Ask for
+  what is missing instead of guessing it.
+- Changes to a saved request go through update_follow_up with its follow_up_id.
+- If the customer asks for a person, or the owner's hand-over rules apply, call refer_to_human,
+  then tell the customer a person will reply."""
+
+FALLBACK_TEXTS = {
+    "en": "Thanks for your message! I want to be sure I give you the right answer, "
+    "so a member of our team will get back to you shortly.",
+    "es": "¡Gracias por tu mensaje! Quiero asegurarme de darte la respuesta correcta, "
+    "así que una persona de nuestro equipo te responderá en breve.",
+    "vi": "Cảm ơn bạn đã nhắn tin! Để trả lời bạn thật chính xác, "
+    "một nhân viên của chúng tôi sẽ liên hệ lại với bạn ngay.",
+}
+
+
+def _lexicons() -> dict[str, dict[str, list[str]]]:
+    data: dict[str, dict[str, list[str]]] = json.loads((DATA_DIR / "lexicons.json").read_text(encoding="utf-8"))
+    return data
+
+
+PACK = Pack(
+    name="printshop",
+    business_name=business().name,
+    build_tools=build_tools,
+    policies=POLICIES,
+    discovery_domains=DISCOVERY_DOMAINS,
+    lexicons=_lexicons(),
+    item_keywords={s.id: [s.name.lower(), *s.keywords] for s in catalog().services},
+    default_policy=json.loads((DATA_DIR / "policy.json").read_text(encoding="utf-8")),
+    playbook=PLAYBOOK,
+    media_dir=PHOTOS_DIR,
+    fallback_texts=FALLBACK_TEXTS,
+)
+
+__all__ = ["PACK"]

@@ -1,0 +1,165 @@
+"""The print shop's data, shipped in ``data/``: services, photos, business information."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DATA_DIR = Path(__file__).with_name("data")
+PHOTOS_DIR = DATA_DIR / "photos"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Photo(_Frozen):
+    id: str
+    file: str
+    caption: str
+
+
+class Service(_Frozen):
+    id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    name: str
+    category: str
+    summary: str
+    description: str
+    price_text: str
+    price_is_set: bool
+    turnaround_days: int = Field(ge=0)
+    min_order_quantity: int = Field(ge=1)
+    keywords: list[str]
+    photos: list[Photo]
+
+
+class Catalog(_Frozen):
+    currency: str
+    services: list[Service]
+
+
+class Hours(_Frozen):
+    days: str
+    open: str | None
+    close: str | None
+
+
+class BusinessInfo(_Frozen):
+    name: str
+    description: str
+    address: str
+    phone: str
+    email: str
+    website: str
+    timezone: str
+    hours: list[Hours]
+    notes: str
+
+
+def _load(name: str) -> Any:
+    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+
+
+@cache
+def catalog() -> Catalog:
+    return Catalog.model_validate(_load("catalog.json"))
+
+
+@cache
+def business() -> BusinessInfo:
+    return BusinessInfo.model_validate(_load("business.json"))
+
+
+def fold(text: str) -> str:
+    """Lower-case without accents, so "tarjetas de presentacion" finds "presentación"."""
+    decomposed = unicodedata.normalize("NFKD", text.lower().replace("đ", "d"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "and",
+        "or",
+        "to",
+        "in",
+        "on",
+        "with",
+        "me",
+        "my",
+        "i",
+        "you",
+        "your",
+        "do",
+        "de",
+        "la",
+        "el",
+        "los",
+        "las",
+        "y",
+        "para",
+        "un",
+        "una",
+        "por",
+        "que",
+        "con",
+        "cho",
+        "toi",
+        "cua",
+        "va",
+        "mot",
+    ]
+)
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(fold(text)) if w not in _STOP and len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def search(query: str, category: str | None = None, limit: int = 6) -> list[Service]:
+    """Services ranked by overlap with the query (name and keywords weigh most)."""
+    services = [s for s in catalog().services if category is None or s.category == category]
+    wanted = {_stem(t) for t in _terms(query)}
+    if not wanted:
+        return services[:limit] if category else services
+    scored: list[tuple[int, int, Service]] = []
+    for index, service in enumerate(services):
+        strong = {_stem(t) for t in _terms(" ".join([service.name, service.id, *service.keywords]))}
+        weak = {_stem(t) for t in _terms(f"{service.category} {service.summary}")}
+        phrase_hit = any(fold(k) in fold(query) for k in service.keywords)
+        score = 3 * len(wanted & strong) + len(wanted & weak) + (5 if phrase_hit else 0)
+        if score:
+            scored.append((-score, index, service))
+    return [s for _, _, s in sorted(scored)[:limit]]
+
+
+def find(reference: str) -> Service | None:
+    """A service by id, by exact name, or by an unambiguous best search match."""
+    wanted = reference.strip()
+    for service in catalog().services:
+        if service.id == wanted or fold(service.name) == fold(wanted):
+            return service
+    found = search(wanted, limit=2)
+    return found[0] if len(found) == 1 else (found[0] if found and _clear_winner(wanted, found) else None)
+
+
+def _clear_winner(query: str, found: list[Service]) -> bool:
+    folded = fold(query)
+    first = any(fold(k) in folded for k in found[0].keywords) or fold(found[0].name) in folded
+    second = any(fold(k) in folded for k in found[1].keywords) or fold(found[1].name) in folded
+    return first and not second

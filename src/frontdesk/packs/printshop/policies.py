@@ -1,0 +1,26 @@
+"""The print shop's tool policies: every tool declared, nothing inferred from names.
+
+Domains: ``catalog`` (services, prices, photos), ``business`` (hours, address), ``leads``
+(saved requests), ``customer`` (contact details), ``handoff``. Phases: ``discovery`` (nothing
+chosen yet), ``capture`` (an item is in context), ``post_capture`` (a follow-up is open).
+"""
+
+from __future__ import annotations
+
+from frontdesk.capabilities.policy import ToolPolicy
+
+ALL_PHASES = frozenset({"discovery", "capture", "post_capture"})
+
+POLICIES: dict[str, ToolPolicy] = {
+    "search_services": ToolPolicy(frozenset({"catalog"}), "read", aliases=("list_services", "find_services")),
+    "get_service_detail": ToolPolicy(frozenset({"catalog"}), "read", aliases=("get_service", "service_detail")),
+    "get_service_photos": ToolPolicy(frozenset({"catalog"}), "read", aliases=("get_photos",)),
+    "get_business_info": ToolPolicy(
+        frozenset({"business"}), "read", aliases=("get_business_hours", "get_opening_hours", "get_contact_info")
+    ),
+    "capture_lead": ToolPolicy(frozenset({"leads"}), "create", risk="medium", phases=frozenset({"capture"})),
+    "update_follow_up": ToolPolicy(frozenset({"leads"}), "update", risk="medium", phases=frozenset({"post_capture"})),
+    "update_customer_info": ToolPolicy(frozenset({"customer"}), "update", phases=ALL_PHASES),
+    "refer_to_human": ToolPolicy(frozenset({"handoff"}), "create", risk="high", aliases=("handoff", "escalate")),
+}
+DISCOVERY_DOMAINS = frozenset({"catalog", "business"})
