@@ -83,44 +83,9 @@ def fold(text: str) -> str:
 
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "for",
-        "and",
-        "or",
-        "to",
-        "in",
-        "on",
-        "with",
-        "me",
-        "my",
-        "i",
-        "you",
-        "your",
-        "do",
-        "de",
-        "la",
-        "el",
-        "los",
-        "las",
-        "y",
-        "para",
-        "un",
-        "una",
-        "por",
-        "que",
-        "con",
-        "cho",
-        "toi",
-        "cua",
-        "va",
-        "mot",
-    ]
-)
+_STOP_WORDS = "a an the of for and or to in on with me my i you your do de la el los las y para un una por que con"
+_STOP_WORDS += " cho toi cua va mot"
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def _terms(text: str) -> set[str]:
