@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from frontdesk import __version__
@@ -17,6 +18,7 @@ from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.runtime import Runtime
 
 log = logging.getLogger(__name__)
+_MEDIA_FILE = re.compile(r"[a-z0-9][a-z0-9-]{0,80}\.(?:png|jpe?g|webp)")
 
 
 def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
@@ -34,6 +36,14 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     for channel in CHANNELS.values():
         if channel.router is not None:
             app.include_router(channel.router(runtime.channel_deps))
+
+    @app.get("/media/packs/{pack}/{file}", tags=["media"], include_in_schema=False)
+    async def pack_media(pack: str, file: str) -> FileResponse:
+        """Photos shipped with a business pack (the URLs its tools return)."""
+        known = runtime.packs.get(pack)
+        if known is None or not _MEDIA_FILE.fullmatch(file) or not (known.media_dir / file).is_file():
+            raise NotFoundError(f"no media {pack}/{file}")
+        return FileResponse(known.media_dir / file, headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

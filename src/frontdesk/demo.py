@@ -25,7 +25,7 @@ async def seed_demo(db: Database, clock: Clock) -> DemoAccounts:
     now = clock.now()
     async with db.transaction() as session:
         if await session.get(Tenant, DEMO_TENANT) is None:
-            session.add(Tenant(id=DEMO_TENANT, name=DEMO_BUSINESS, created_at=now))
+            session.add(Tenant(id=DEMO_TENANT, name=DEMO_BUSINESS, pack="printshop", policy={}, created_at=now))
             await session.flush()
         for account_id, channel, name in (
             (DEMO_WEBCHAT, "webchat", f"{DEMO_BUSINESS} — web chat"),

@@ -7,19 +7,25 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.context.conversation import ContextLoader
+from frontdesk.context.episodic import EpisodicCadence
+from frontdesk.context.summarizer import EpisodicSummarizer
 from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.delivery import Deliverer
+from frontdesk.packs import PACKS, Pack, PackDeps
 from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
 from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.workers import JobRunner
-from frontdesk.reasoning.agent import Agent
+from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
 from frontdesk.reasoning.loop import LoopLimits
+from frontdesk.reasoning.router import Router
 from frontdesk.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -39,6 +45,7 @@ class Runtime:
     runner: JobRunner
     channel_deps: ChannelDeps
     model_label: str
+    packs: dict[str, Pack]
 
     @classmethod
     def build(
@@ -68,7 +75,15 @@ class Runtime:
             db,
             clock,
             ConversationLease(db, clock, settings.lease_ttl_s),
-            Agent(gateway, clock, LoopLimits(max_steps=settings.max_steps)),
+            Agent(
+                gateway,
+                clock,
+                LoopLimits(max_steps=settings.max_steps),
+                agent_packs(settings, db, clock),
+                ContextLoader(db),
+                queue,
+                EpisodicCadence(every_replies=settings.memory_every_replies),
+            ),
             deliverer,
             queue,
             AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
@@ -77,22 +92,52 @@ class Runtime:
         async def process_conversation(job: ClaimedJob) -> None:
             await assembler.process(str(job.payload["conversation_id"]), job.claim_id)
 
+        summarizer = EpisodicSummarizer(db, gateway, clock)
+
+        async def summarize_conversation(job: ClaimedJob) -> None:
+            await summarizer.run(str(job.payload["conversation_id"]))
+
         async def requeue_orphans() -> int:
             return await assembler.requeue_orphans(queue)
 
         runner = JobRunner(
             queue,
-            {PROCESS_CONVERSATION: process_conversation},
+            {PROCESS_CONVERSATION: process_conversation, SUMMARIZE_CONVERSATION: summarize_conversation},
             concurrency=settings.workers,
             poll_interval_s=settings.poll_interval_s,
             sweeps=[queue.requeue_abandoned, requeue_orphans],
             sweep_interval_s=settings.sweeper_interval_s,
         )
-        return cls(settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label)
+        return cls(settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label, dict(PACKS))
 
     async def close(self) -> None:
         await self.runner.stop()
         await self.db.dispose()
+
+
+def public_base_url(settings: Settings) -> str:
+    return (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+
+
+def pack_media_path(pack: str) -> str:
+    return f"/media/packs/{pack}"
+
+
+def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, AgentPack]:
+    """Each registered pack as the agent uses it: its tools behind the fail-closed catalog, its
+    lexicons as a router."""
+    built: dict[str, AgentPack] = {}
+    for name, pack in PACKS.items():
+        tools = pack.build_tools(PackDeps(db, clock, public_base_url(settings) + pack_media_path(name)))
+        built[name] = AgentPack(
+            name=name,
+            catalog=ToolPolicyCatalog(tools, pack.policies, discovery_domains=pack.discovery_domains),
+            router=Router(pack.lexicons, pack.item_keywords),
+            default_policy=pack.default_policy,
+            playbook=pack.playbook,
+            fallback_texts=pack.fallback_texts,
+        )
+    return built
 
 
 def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:

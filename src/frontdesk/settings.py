@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     # -- generation loop
     max_steps: int = Field(default=8, ge=1, le=64)
     model_timeout_s: float = Field(default=60.0, gt=0)
+    memory_every_replies: int = Field(default=4, ge=1)
 
     # -- web chat
     webchat_max_text_chars: int = Field(default=4000, ge=1)

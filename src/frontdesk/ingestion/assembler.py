@@ -25,10 +25,11 @@ from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Tenant, TurnTrace
-from frontdesk.reasoning.agent import Agent
+from frontdesk.reasoning.agent import Agent, AgentRun
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn, TurnMessage
 
@@ -218,14 +219,18 @@ class TurnAssembler:
             conversation_id=conversation.id,
             batch=tuple(_turn_message(m) for m in batch),
             history=await self._history(conversation.id),
+            channel_account_id=conversation.channel_account_id,
+            run_key=new_id("run"),
         )
         model_name: str | None = None
         try:
             model_name = self._agent.model_name
-            result = await self._agent.generate(turn)
+            run = await self._agent.generate(turn)
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
-            result = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
+            failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
+            run = AgentRun(failed)
+        result = run.result
         generation_ms = (time.monotonic() - t0) * 1000
 
         t1 = time.monotonic()
@@ -250,9 +255,15 @@ class TurnAssembler:
                 latency_ms={},
                 outcome=result.outcome.value,
                 detail=result.detail,
+                route=run.route,
+                tools_offered=run.tools_offered,
+                prefix_hash=run.prefix_hash,
+                prompt_size=run.prompt_size,
+                claims=result.claims,
             )
             session.add(trace)
             await session.flush()
+            await self._agent.persist(session, run, conversation.id, trace.id)
             answered = await session.execute(
                 update(Message)
                 .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))

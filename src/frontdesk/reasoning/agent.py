@@ -1,31 +1,154 @@
-"""The reasoning entry point: a ``Turn`` in, a ``GenerationResult`` out. No database access,
-no channel knowledge: everything it needs is in the turn and its injected ports."""
+"""The reasoning entry point: a ``Turn`` in, an ``AgentRun`` out.
+
+Per turn: load the conversation's context from the store, route the batch, derive the tool
+bundle from the pack's policy catalog, assemble the prompt (static prefix, dynamic tail), run the
+bounded loop with the verification gate. ``persist`` writes what the run learned (ledgers, claim
+rejections, a due memory refresh) inside the caller's fenced transaction.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from frontdesk.capabilities.tools import Tool, ToolContext
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.capabilities.tools import ToolContext
+from frontdesk.context.conversation import ContextLoader
+from frontdesk.context.episodic import EpisodicCadence
+from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
+from frontdesk.context.ledgers import WorkingState
+from frontdesk.errors import ConfigError
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.models.gateway import ModelGateway
-from frontdesk.reasoning.loop import GenerationResult, LoopLimits, run_generation
-from frontdesk.reasoning.prompt import build_messages
+from frontdesk.platform.store.schema import ClaimRejection
+from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, run_generation
+from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
+from frontdesk.reasoning.router import Router, RouterState
+from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.reasoning.turn import Turn
+
+SUMMARIZE_CONVERSATION = "summarize_conversation"
+
+
+@dataclass(frozen=True)
+class AgentPack:
+    """What the agent needs from a business pack (built from the pack by the composition root)."""
+
+    name: str
+    catalog: ToolPolicyCatalog
+    router: Router
+    default_policy: Mapping[str, Any]
+    playbook: str
+    fallback_texts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AgentRun:
+    result: GenerationResult
+    route: dict[str, Any] = field(default_factory=dict)
+    tools_offered: list[str] = field(default_factory=list)
+    prefix_hash: str | None = None
+    prompt_size: dict[str, int] = field(default_factory=dict)
+    state: WorkingState | None = None
+    memory_due: bool = False
 
 
 class Agent:
-    def __init__(self, gateway: ModelGateway, clock: Clock, limits: LoopLimits, tools: Sequence[Tool] = ()) -> None:
+    def __init__(
+        self,
+        gateway: ModelGateway,
+        clock: Clock,
+        limits: LoopLimits,
+        packs: Mapping[str, AgentPack],
+        loader: ContextLoader,
+        queue: JobQueue | None = None,
+        cadence: EpisodicCadence | None = None,
+    ) -> None:
         self._gateway = gateway
         self._clock = clock
         self._limits = limits
-        self._tools = tuple(tools)
+        self._packs = packs
+        self._loader = loader
+        self._queue = queue
+        self._cadence = cadence or EpisodicCadence()
 
     @property
     def model_name(self) -> str:
         return self._gateway.client("chat").name
 
-    async def generate(self, turn: Turn) -> GenerationResult:
-        model = self._gateway.client("chat")
-        messages = build_messages(turn, self._clock.now())
-        context = ToolContext(tenant_id=turn.tenant_id, conversation_id=turn.conversation_id)
-        return await run_generation(model, messages, self._tools, context, self._limits)
+    def pack(self, name: str) -> AgentPack:
+        try:
+            return self._packs[name]
+        except KeyError:
+            raise ConfigError(f"unknown pack {name!r} (known: {', '.join(self._packs)})") from None
+
+    async def generate(self, turn: Turn) -> AgentRun:
+        now = self._clock.now()
+        context = await self._loader.load(turn.conversation_id, now)
+        pack = self.pack(context.pack)
+        policy = merge_policy(pack.default_policy, context.policy_overrides)
+        state = context.ledgers
+        decision = pack.router.route(
+            turn.batch_text,
+            RouterState(
+                item_in_context=any(e.evidence.references for e in state.tool),
+                open_follow_up=context.open_follow_up,
+                preferred_language=context.episodic.preferred_language if context.episodic else None,
+            ),
+        )
+        bundle = pack.catalog.bundle(decision)
+        prefix = static_prefix(turn.business_name, policy, pack.playbook)
+        tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names)
+        definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
+        prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions)
+        tool_context = ToolContext(
+            tenant_id=turn.tenant_id,
+            conversation_id=turn.conversation_id,
+            channel_account_id=turn.channel_account_id,
+            turn_key=turn.run_key,
+            customer_language=decision.language,
+        )
+        result = await run_generation(
+            self._gateway.client("chat"),
+            prompt.messages,
+            bundle,
+            tool_context,
+            self._limits,
+            state=state,
+            fallback_text=pack.fallback_texts.get(decision.language, FALLBACK_TEXT),
+        )
+        memory_due = self._gateway.configured("utility") and self._cadence.due(
+            context.assistant_replies + 1, context.snapshot_replies_covered, context.snapshot_updated_at, now
+        )
+        return AgentRun(
+            result, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due
+        )
+
+    async def persist(self, session: AsyncSession, run: AgentRun, conversation_id: str, turn_id: int) -> None:
+        """Inside the turn's fenced transaction: ledgers, claim rejections, a due memory refresh."""
+        if run.state is not None:
+            await self._loader.ledgers.save(session, conversation_id, run.state)
+        for rejection in run.result.rejections:
+            session.add(
+                ClaimRejection(
+                    conversation_id=conversation_id,
+                    turn_id=turn_id,
+                    attempt=rejection["attempt"],
+                    claims=rejection["claims"],
+                    failures=rejection["failures"],
+                    reply_text=rejection["reply_text"],
+                    created_at=self._clock.now(),
+                )
+            )
+        if run.memory_due and self._queue is not None:
+            await self._queue.enqueue(
+                session,
+                SUMMARIZE_CONVERSATION,
+                {"conversation_id": conversation_id},
+                key=f"episodic:{conversation_id}",
+                coalesce=True,
+            )

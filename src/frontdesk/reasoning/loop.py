@@ -3,40 +3,38 @@
 Bounds: a step ceiling, a stop on ``reply``, one targeted retry per failure kind. Recovery:
 prose instead of ``reply`` gets one hint, then its text is salvaged; an invalid ``reply`` payload
 gets one hint with the validation errors, then near-JSON salvage. A call to a tool outside the
-turn's tools is answered with an error and never executed. Anything else ends in a safe fallback.
-Routing, ledgers and the claims gate (issue 3) slot in around ``_run_tools`` and ``_accept``.
+turn's bundle is answered with an error and never executed. After every tool step the working
+state (ledgers, this turn's evidence) is updated; a ``reply`` is audited by the verification gate
+(invariant 3): one rejection gets a retry whose hint names each failed claim, a second ships the
+safe fallback. Salvaged prose passes the same companion rules (prices, images) or is not sent.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_ai import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolDefinition,
-    ToolReturnPart,
-)
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.messages import RetryFeedbackPart, RetryInfo, ToolRetryCause
 from pydantic_ai.models import ModelRequestParameters
 
-from frontdesk.capabilities.tools import Tool, ToolContext
+from frontdesk.capabilities.policy import Bundle
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
+from frontdesk.context.ledgers import WorkingState
 from frontdesk.errors import ModelAPIError
-from frontdesk.output.blocks import Block, ReplyPayload, text_blocks
+from frontdesk.output.blocks import Block, text_blocks
 from frontdesk.platform.models.gateway import ModelClient
 from frontdesk.reasoning.salvage import salvage_reply
+from frontdesk.reasoning.terminal import REPLY_TOOL, TerminalPayload, reply_tool_definition
+from frontdesk.verification import ReplyContent, Verdict, companion_failures, verify
+from frontdesk.verification.claims import Claim
 
-REPLY_TOOL = "reply"
 FALLBACK_TEXT = (
     "Thanks for your message! I can't answer that properly right now, "
     "so a member of our team will get back to you shortly."
@@ -45,6 +43,8 @@ MISSING_REPLY_HINT = (
     "Your last answer was plain text, which the customer never sees. "
     "Call the `reply` tool exactly once with your whole answer as blocks."
 )
+
+__all__ = ["FALLBACK_TEXT", "REPLY_TOOL", "GenerationResult", "LoopLimits", "Outcome", "run_generation"]
 
 
 class Outcome(StrEnum):
@@ -67,44 +67,45 @@ class GenerationResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
     detail: str | None = None
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    rejections: list[dict[str, Any]] = field(default_factory=list)
 
 
-_REPLY_SCHEMA = ReplyPayload.model_json_schema()
-
-
-def reply_tool_definition() -> ToolDefinition:
-    return ToolDefinition(
-        name=REPLY_TOOL,
-        description="Send the final answer to the customer. Call exactly once, last.",
-        parameters_json_schema=copy.deepcopy(_REPLY_SCHEMA),
-    )
+def reply_content(blocks: Sequence[Block]) -> ReplyContent:
+    texts = [b.text if b.type == "text" else (b.caption or "") for b in blocks]
+    urls = tuple(str(u) for b in blocks if b.type == "image_group" for u in b.urls)
+    return ReplyContent("\n".join(t for t in texts if t), urls)
 
 
 async def run_generation(
     model: ModelClient,
     messages: Sequence[ModelMessage],
-    tools: Sequence[Tool],
+    tools: Sequence[Tool] | Bundle,
     context: ToolContext,
     limits: LoopLimits = LoopLimits(),
+    *,
+    state: WorkingState | None = None,
+    fallback_text: str = FALLBACK_TEXT,
 ) -> GenerationResult:
-    by_name = {t.name: t for t in tools}
+    bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
+    state = state if state is not None else WorkingState(now=datetime.now(UTC))
+    run = _Run(bundle, context, state, fallback_text)
     params = ModelRequestParameters(
-        function_tools=[*(t.definition() for t in tools), reply_tool_definition()], allow_text_output=True
+        function_tools=[*(t.definition() for t in bundle.tools), reply_tool_definition()], allow_text_output=True
     )
     history = list(messages)
-    result = GenerationResult(outcome=Outcome.FALLBACK, blocks=[])
     prose_hinted = False
     first_prose = ""
     bad_reply_args: str | None = None
 
     for step in range(1, limits.max_steps + 1):
-        result.steps = step
+        run.result.steps = step
         started = time.perf_counter()
         try:
             response = await model.request(history, params)
         except ModelAPIError as exc:
-            return _fallback(result, f"model error: {exc.message}")
-        result.usage.append(_usage(response, step, time.perf_counter() - started))
+            return run.fallback(f"model error: {exc.message}")
+        run.result.usage.append(_usage(response, step, time.perf_counter() - started))
         history.append(response)
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
 
@@ -113,47 +114,129 @@ async def run_generation(
             if not prose_hinted:
                 prose_hinted = True
                 first_prose = prose
-                result.retries += 1
+                run.result.retries += 1
                 hint = RetryFeedbackPart(content=MISSING_REPLY_HINT, retry=RetryInfo(cause="model_retry"))
                 history.append(ModelRequest(parts=[hint]))
                 continue
             salvaged = salvage_reply(prose) or salvage_reply(first_prose)
             if salvaged:
-                return _finish(result, Outcome.SALVAGED, salvaged, "prose salvaged after a missing-reply hint")
-            return _fallback(result, "model answered in prose twice and nothing could be salvaged")
+                return run.salvaged(salvaged, "prose salvaged after a missing-reply hint")
+            return run.fallback("model answered in prose twice and nothing could be salvaged")
 
         returns: list[ToolReturnPart] = []
-        accepted: list[Block] | None = None
         for call in calls:
-            if call.tool_name == REPLY_TOOL:
-                parsed = _parse_reply(call)
-                if isinstance(parsed, list):
-                    accepted = parsed
-                    continue
-                if bad_reply_args is not None:
-                    salvaged = salvage_reply(_raw_args(call)) or salvage_reply(bad_reply_args)
-                    if salvaged:
-                        return _finish(result, Outcome.SALVAGED, salvaged, "reply salvaged from invalid arguments")
-                    return _fallback(result, "reply arguments invalid twice")
-                bad_reply_args = _raw_args(call)
-                result.retries += 1
-                returns.append(_retry(call, parsed, "validation_error"))
-            else:
-                returns.append(await _run_tool(call, by_name, context, result))
-        if accepted is not None:
-            return _finish(result, Outcome.REPLIED, accepted, None)
+            if call.tool_name != REPLY_TOOL:
+                returns.append(await run.tool(call))
+        for call in calls:
+            if call.tool_name != REPLY_TOOL:
+                continue
+            parsed = _parse_reply(call)
+            if isinstance(parsed, TerminalPayload):
+                verdict = verify(reply_content(parsed.blocks), parsed.claims, state)
+                if verdict.accepted:
+                    return run.finish(Outcome.REPLIED, list(parsed.blocks), None, parsed.claims)
+                run.reject(list(parsed.blocks), parsed.claims, verdict)
+                if len(run.result.rejections) > 1:
+                    return run.fallback("verification failed twice: " + _reasons(verdict))
+                run.result.retries += 1
+                returns.append(_retry(call, verdict.hint(), "model_retry"))
+                continue
+            if bad_reply_args is not None:
+                salvaged = salvage_reply(_raw_args(call)) or salvage_reply(bad_reply_args)
+                if salvaged:
+                    return run.salvaged(salvaged, "reply salvaged from invalid arguments")
+                return run.fallback("reply arguments invalid twice")
+            bad_reply_args = _raw_args(call)
+            run.result.retries += 1
+            returns.append(_retry(call, parsed, "validation_error"))
         history.append(ModelRequest(parts=returns))
 
-    return _fallback(result, f"no reply within {limits.max_steps} steps")
+    return run.fallback(f"no reply within {limits.max_steps} steps")
 
 
-def _parse_reply(call: ToolCallPart) -> list[Block] | str:
-    """The reply's blocks, or the validation message to send back to the model."""
+@dataclass
+class _Run:
+    """One generation's running state: the bundle, the ledgers, the result being built."""
+
+    bundle: Bundle
+    context: ToolContext
+    state: WorkingState
+    fallback_text: str
+    result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
+
+    async def tool(self, call: ToolCallPart) -> ToolReturnPart:
+        record: dict[str, Any] = {"name": call.tool_name, "args": _raw_args(call)[:2000], "ok": False}
+        self.result.tool_calls.append(record)
+        tool = self.bundle.resolve(call.tool_name)
+        if tool is None:
+            record["error"] = "not offered this turn"
+            available = ", ".join([*self.bundle.tool_names, REPLY_TOOL])
+            message = f"Tool {call.tool_name!r} is not available in this turn; it was not run. Available: {available}."
+            return _retry(call, message, "unavailable_tool")
+        if tool.name != call.tool_name:
+            record["resolved"] = tool.name
+        try:
+            arguments = tool.input_model.model_validate(_arguments(call))
+        except (ValidationError, ValueError) as exc:
+            record["error"] = f"invalid arguments: {exc}"[:500]
+            return _retry(call, f"Invalid arguments: {exc}", "validation_error")
+        started = time.perf_counter()
+        try:
+            output = await tool.handler(arguments, self.context)
+        except ToolFailure as exc:
+            record["error"] = str(exc)[:500]
+            return ToolReturnPart(call.tool_name, {"error": str(exc)}, tool_call_id=call.tool_call_id)
+        except Exception as exc:  # a failing tool is reported to the model, not fatal to the turn
+            record["error"] = f"{type(exc).__name__}: {exc}"[:500]
+            return ToolReturnPart(call.tool_name, {"error": "the tool failed"}, tool_call_id=call.tool_call_id)
+        finally:
+            record["ms"] = round((time.perf_counter() - started) * 1000, 2)
+        result = output if isinstance(output, ToolResult) else ToolResult(output)
+        self.state.record(tool.name, result)  # the ledger is current after every step
+        record["ok"] = True
+        return ToolReturnPart(call.tool_name, result.output, tool_call_id=call.tool_call_id)
+
+    def reject(self, blocks: list[Block], claims: Sequence[Claim], verdict: Verdict) -> None:
+        self.result.rejections.append(
+            {
+                "attempt": len(self.result.rejections) + 1,
+                "claims": [c.model_dump() for c in claims],
+                "failures": [f.as_json() for f in verdict.failures],
+                "reply_text": reply_content(blocks).text[:4000],
+            }
+        )
+
+    def salvaged(self, blocks: list[Block], detail: str) -> GenerationResult:
+        failures = companion_failures(reply_content(blocks), self.state)
+        if failures:
+            self.reject(blocks, [], Verdict(tuple(failures)))
+            return self.fallback(f"{detail}, but it failed verification: {_reasons(Verdict(tuple(failures)))}")
+        return self.finish(Outcome.SALVAGED, blocks, detail, [])
+
+    def finish(
+        self, outcome: Outcome, blocks: list[Block], detail: str | None, claims: Sequence[Claim]
+    ) -> GenerationResult:
+        self.result.outcome = outcome
+        self.result.blocks = blocks
+        self.result.detail = detail
+        self.result.claims = [c.model_dump() for c in claims]
+        return self.result
+
+    def fallback(self, reason: str) -> GenerationResult:
+        return self.finish(Outcome.FALLBACK, text_blocks(self.fallback_text), reason, [])
+
+
+def _reasons(verdict: Verdict) -> str:
+    return "; ".join(f"{f.rule}: {f.reason}" for f in verdict.failures)[:1500]
+
+
+def _parse_reply(call: ToolCallPart) -> TerminalPayload | str:
+    """The reply's payload, or the validation message to send back to the model."""
     try:
-        return list(ReplyPayload.model_validate(_arguments(call)).blocks)
+        return TerminalPayload.model_validate(_arguments(call))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return f"The reply was not valid ({problems}). Call `reply` again with valid blocks."
+        return f"The reply was not valid ({problems}). Call `reply` again with valid blocks and claims."
     except ValueError as exc:
         return f"The reply arguments were not usable ({exc}). Call `reply` again with a JSON object."
 
@@ -186,35 +269,6 @@ def _retry(call: ToolCallPart, message: str, cause: ToolRetryCause) -> ToolRetur
     )
 
 
-async def _run_tool(
-    call: ToolCallPart, by_name: dict[str, Tool], context: ToolContext, result: GenerationResult
-) -> ToolReturnPart:
-    record: dict[str, Any] = {"name": call.tool_name, "args": _raw_args(call)[:2000], "ok": False}
-    result.tool_calls.append(record)
-    tool = by_name.get(call.tool_name)
-    if tool is None:
-        record["error"] = "not offered this turn"
-        available = ", ".join([*by_name, REPLY_TOOL])
-        return _retry(
-            call, f"Tool {call.tool_name!r} is not available. Available tools: {available}.", "unavailable_tool"
-        )
-    try:
-        arguments = tool.input_model.model_validate(_arguments(call))
-    except (ValidationError, ValueError) as exc:
-        record["error"] = f"invalid arguments: {exc}"[:500]
-        return _retry(call, f"Invalid arguments: {exc}", "validation_error")
-    started = time.perf_counter()
-    try:
-        output = await tool.handler(arguments, context)
-    except Exception as exc:  # a failing tool is reported to the model, not fatal to the turn
-        record["error"] = f"{type(exc).__name__}: {exc}"[:500]
-        return ToolReturnPart(tool.name, {"error": "the tool failed"}, tool_call_id=call.tool_call_id)
-    finally:
-        record["ms"] = round((time.perf_counter() - started) * 1000, 2)
-    record["ok"] = True
-    return ToolReturnPart(tool.name, output, tool_call_id=call.tool_call_id)
-
-
 def _usage(response: ModelResponse, step: int, seconds: float) -> dict[str, Any]:
     return {
         "step": step,
@@ -223,14 +277,3 @@ def _usage(response: ModelResponse, step: int, seconds: float) -> dict[str, Any]
         "output_tokens": response.usage.output_tokens,
         "ms": round(seconds * 1000, 2),
     }
-
-
-def _finish(result: GenerationResult, outcome: Outcome, blocks: list[Block], detail: str | None) -> GenerationResult:
-    result.outcome = outcome
-    result.blocks = blocks
-    result.detail = detail
-    return result
-
-
-def _fallback(result: GenerationResult, reason: str) -> GenerationResult:
-    return _finish(result, Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), reason)

@@ -1,41 +1,96 @@
-"""Prompt assembly: static prefix first (cacheable, hash-tracked), dynamic tail after.
+"""Prompt assembly: the static prefix first (cacheable, hash-tracked), the dynamic tail after.
 
-Identity & policy fields and the memory budget arrive in issue 3; the order rule holds already.
+The prefix is identity & policy plus the playbooks (``context.identity.static_prefix``); it holds
+nothing that changes per turn, so its hash stays the same until an operator edits policy. The
+tail carries the clock in the business's time zone, the contact profile, open tasks, the
+episodic snapshot, the tool ledger and the route hint. Dynamic content never goes above static
+content: that would invalidate the provider's prompt cache every turn.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
+from pydantic_ai import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolDefinition,
+    UserPromptPart,
+)
 
+from frontdesk.capabilities.policy import RoutingDecision
+from frontdesk.context.conversation import ConversationContext
+from frontdesk.context.identity import LANGUAGE_NAMES
 from frontdesk.reasoning.turn import Turn
 
-PLAYBOOK = """\
-You are the customer assistant of {business}, answering customers on a messaging channel.
-Rules:
-- Answer only by calling the `reply` tool exactly once, with the whole reply as blocks.
-  Text outside `reply` is never shown to the customer.
-- Never invent prices, availability or facts you did not get from a tool.
-- Several customer messages may arrive together; answer them in one reply.
-- Keep replies short and friendly, in the customer's language."""
+CHARS_PER_TOKEN = 4  # an estimate; issue 5 brings a real tokenizer
 
 
-def static_prefix(turn: Turn) -> str:
-    return PLAYBOOK.format(business=turn.business_name)
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[ModelMessage]
+    prefix_hash: str
+    size: dict[str, int]
 
 
-def build_messages(turn: Turn, now: datetime) -> list[ModelMessage]:
-    """System parts, then the stored history, then the batch as one customer message."""
-    messages: list[ModelMessage] = [
-        ModelRequest(
-            parts=[SystemPromptPart(static_prefix(turn)), SystemPromptPart(f"Current time (UTC): {now:%Y-%m-%d %H:%M}")]
-        )
+def dynamic_tail(
+    now_local: datetime, context: ConversationContext, decision: RoutingDecision, tool_names: Sequence[str]
+) -> str:
+    sections: list[tuple[str, list[str]]] = [
+        ("Now", [f"Local time at the business: {now_local:%A %Y-%m-%d %H:%M} ({now_local.tzinfo})"]),
+        ("The customer (saved details)", context.contact.lines() or ["Nothing saved yet."]),
+        ("Open tasks for this customer", [t.line() for t in context.open_tasks] or ["None."]),
     ]
+    if context.episodic is not None:
+        sections.append(("Conversation memory", context.episodic.lines()))
+    sections.append(
+        (
+            "Tool ledger (facts fetched earlier; fetch again anything not listed)",
+            context.ledgers.lines() or ["Empty."],
+        )
+    )
+    language = LANGUAGE_NAMES.get(decision.language, decision.language)
+    domains = ", ".join(sorted(decision.domains)) or "none"
+    route = [
+        f"This turn looks like: {decision.intent} (domains: {domains}; phase: {decision.phase}).",
+        f"Reply in {language}.",
+        f"Tools you can use now: {', '.join([*tool_names, 'reply'])}.",
+    ]
+    if decision.side_query:
+        route.append("A side question during an open request: answer it; the request stays open.")
+    sections.append(("Route", route))
+    return "\n\n".join(f"# {title}\n" + "\n".join(lines) for title, lines in sections if lines)
+
+
+def build_prompt(
+    turn: Turn, prefix: str, prefix_hash: str, tail: str, tool_definitions: Sequence[ToolDefinition]
+) -> Prompt:
+    """System parts (prefix, then tail), the stored history, then the batch as one customer message."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(prefix), SystemPromptPart(tail)])]
+    history_chars = 0
     for message in turn.history:
+        history_chars += len(message.text)
         if message.role == "assistant":
             messages.append(ModelResponse(parts=[TextPart(message.text)]))
         else:
             messages.append(ModelRequest(parts=[UserPromptPart(message.text)]))
-    messages.append(ModelRequest(parts=[UserPromptPart("\n".join(m.text for m in turn.batch))]))
-    return messages
+    batch = "\n".join(m.text for m in turn.batch)
+    messages.append(ModelRequest(parts=[UserPromptPart(batch)]))
+    tools_chars = len(json.dumps([t.parameters_json_schema for t in tool_definitions], ensure_ascii=False))
+    tools_chars += sum(len(t.name) + len(t.description or "") for t in tool_definitions)
+    size = {
+        "static_prefix_chars": len(prefix),
+        "dynamic_tail_chars": len(tail),
+        "tool_schema_chars": tools_chars,
+        "history_chars": history_chars,
+        "batch_chars": len(batch),
+        "history_messages": len(turn.history),
+    }
+    size["estimated_tokens"] = sum(v for k, v in size.items() if k.endswith("_chars")) // CHARS_PER_TOKEN
+    return Prompt(messages, prefix_hash, size)

@@ -45,6 +45,8 @@ def _as_payload(candidate: str) -> list[Block] | None:
         data: Any = json.loads(candidate[start : end + 1])
     except ValueError:
         return None
+    if isinstance(data, dict):
+        data.pop("claims", None)  # salvaged text proves nothing; the companion rules still apply
     if isinstance(data, dict) and "blocks" not in data and isinstance(data.get("text"), str):
         data = {"blocks": [{"type": "text", "text": data["text"]}]}
     try:

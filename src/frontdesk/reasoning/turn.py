@@ -22,9 +22,15 @@ class Turn:
     conversation_id: str
     batch: tuple[TurnMessage, ...]
     history: tuple[TurnMessage, ...]
+    channel_account_id: str = ""
+    run_key: str = ""  # unique per agent run ("notify once per run" dedupes on it)
 
     @property
     def batch_span_ms(self) -> int:
         if not self.batch:
             return 0
         return int((self.batch[-1].created_at - self.batch[0].created_at).total_seconds() * 1000)
+
+    @property
+    def batch_text(self) -> str:
+        return "\n".join(m.text for m in self.batch)

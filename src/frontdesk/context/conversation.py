@@ -1,0 +1,116 @@
+"""Loading what one turn knows about its conversation, in one read: the tenant's pack and policy
+edits, the contact's profile, open tasks, the episodic snapshot and the ledger windows.
+Nothing is kept in memory between turns (invariant 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from frontdesk.context.episodic import EpisodicSnapshot
+from frontdesk.context.ledgers import LedgerStore, WorkingState
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import (
+    Contact,
+    Conversation,
+    Message,
+    Task,
+    Tenant,
+)
+from frontdesk.platform.store.schema import (
+    EpisodicSnapshot as SnapshotRow,
+)
+
+
+@dataclass(frozen=True)
+class ContactProfile:
+    name: str | None = None
+    phone: str | None = None
+    email: str | None = None
+    notes: str | None = None
+    display_name: str | None = None
+
+    def lines(self) -> list[str]:
+        fields = [("Name", self.name or self.display_name), ("Phone", self.phone), ("E-mail", self.email)]
+        fields.append(("Notes", self.notes))
+        return [f"{label}: {value}" for label, value in fields if value]
+
+
+@dataclass(frozen=True)
+class OpenTask:
+    id: str
+    kind: str
+    priority: str
+    title: str
+    details: dict[str, Any]
+
+    def line(self) -> str:
+        quantity = self.details.get("quantity")
+        extra = f" (quantity {quantity})" if quantity else ""
+        label = "follow-up" if self.kind == "follow_up" else self.kind
+        return f"{label} {self.id} [{self.priority}]: {self.title}{extra}"
+
+
+@dataclass
+class ConversationContext:
+    tenant_id: str
+    pack: str
+    policy_overrides: dict[str, Any]
+    contact: ContactProfile
+    open_tasks: list[OpenTask]
+    episodic: EpisodicSnapshot | None
+    ledgers: WorkingState
+    assistant_replies: int
+    snapshot_replies_covered: int
+    snapshot_updated_at: datetime | None
+
+    @property
+    def open_follow_up(self) -> bool:
+        return any(t.kind == "follow_up" for t in self.open_tasks)
+
+
+class ContextLoader:
+    def __init__(self, db: Database, ledgers: LedgerStore | None = None) -> None:
+        self._db = db
+        self.ledgers = ledgers or LedgerStore()
+
+    async def load(self, conversation_id: str, now: datetime) -> ConversationContext:
+        async with self._db.read() as session:
+            row = (
+                await session.execute(
+                    select(Conversation, Contact, Tenant)
+                    .join(Contact, Contact.id == Conversation.contact_id)
+                    .join(Tenant, Tenant.id == Conversation.tenant_id)
+                    .where(Conversation.id == conversation_id)
+                )
+            ).one()
+            conversation, contact, tenant = row
+            tasks = list(
+                await session.scalars(
+                    select(Task)
+                    .where(Task.conversation_id == conversation_id, Task.status == "open")
+                    .order_by(Task.created_at)
+                )
+            )
+            snapshot = await session.get(SnapshotRow, conversation_id)
+            replies = await session.scalar(
+                select(func.count())
+                .select_from(Message)
+                .where(Message.conversation_id == conversation_id, Message.role == "assistant")
+            )
+            ledgers = await self.ledgers.load(session, conversation_id, now)
+        return ConversationContext(
+            tenant_id=conversation.tenant_id,
+            pack=tenant.pack,
+            policy_overrides=dict(tenant.policy or {}),
+            contact=ContactProfile(contact.name, contact.phone, contact.email, contact.notes, contact.display_name),
+            open_tasks=[OpenTask(t.id, t.kind, t.priority, t.title, dict(t.details)) for t in tasks],
+            episodic=EpisodicSnapshot.model_validate(snapshot.data) if snapshot else None,
+            ledgers=ledgers,
+            assistant_replies=int(replies or 0),
+            snapshot_replies_covered=snapshot.replies_covered if snapshot else 0,
+            snapshot_updated_at=snapshot.updated_at if snapshot else None,
+        )
