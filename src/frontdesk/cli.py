@@ -9,6 +9,7 @@ import secrets
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -178,6 +179,26 @@ async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
                     shown = entry.id
                 break
             await runtime.signals.wait(ticket, 0.5)
+
+
+@app.command("eval")
+def eval_scenarios(
+    paths: Annotated[list[Path], typer.Argument(help="scenario files or folders (*.yaml)")],
+    junit: Annotated[Path | None, typer.Option(help="also write a JUnit XML report here")] = None,
+    select: Annotated[
+        str | None, typer.Option("-k", help="run only scenarios whose name or path contains this")
+    ] = None,
+) -> None:
+    """Run scenario files through the real pipeline and check what each turn did (docs/eval.md)."""
+    from frontdesk.evals import run_all
+
+    settings = _settings()
+    logging.getLogger().setLevel(logging.WARNING)  # the report is the output; errors still show
+    results = asyncio.run(run_all(paths, settings=settings, junit=junit, select=select))
+    if not results:
+        raise ConfigError(f"no scenario matched {select!r}")
+    if not all(r.passed for r in results):
+        raise typer.Exit(1)
 
 
 def _read_line() -> str | None:

@@ -21,9 +21,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_ai import (
     ModelMessage,
+    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
@@ -33,6 +35,9 @@ from pydantic_ai.usage import RequestUsage
 from frontdesk.errors import ConfigError
 
 USER_TEXT = "{user_text}"
+# {match:<group>}: a named group of the rule's regex; {result:<tool>.<path>}: a value from the
+# latest result of that tool in this conversation (dotted path, list indexes as numbers).
+_PLACEHOLDER = re.compile(r"\{(match|result):([A-Za-z0-9_.-]+)\}")
 
 
 class ScriptCall(BaseModel):
@@ -121,52 +126,88 @@ class ScriptPlayer:
         self._cursor = count()
         self._rules = [(re.compile(r.match), r.responses) for r in script.rules]
 
-    def pick(self, messages: Sequence[ModelMessage]) -> tuple[ScriptResponse, str]:
+    def pick(self, messages: Sequence[ModelMessage]) -> tuple[ScriptResponse, str, dict[str, str]]:
         user_text, turn_step = _latest_user_text(messages)
         for pattern, responses in self._rules:
-            if pattern.search(user_text):
-                return responses[min(turn_step, len(responses) - 1)], user_text
+            found = pattern.search(user_text)
+            if found:
+                groups = {k: v for k, v in found.groupdict().items() if v is not None}
+                return responses[min(turn_step, len(responses) - 1)], user_text, groups
         if self.script.steps:
             index = next(self._cursor)
             if index < len(self.script.steps):
-                return self.script.steps[index], user_text
+                return self.script.steps[index], user_text, {}
             if not self.script.default:
                 raise ScriptExhausted(f"script {self.script.name!r} has no step {index + 1}")
         if self.script.default:
-            return self.script.default[min(turn_step, len(self.script.default) - 1)], user_text
+            return self.script.default[min(turn_step, len(self.script.default) - 1)], user_text, {}
         raise ScriptExhausted(f"script {self.script.name!r}: no rule matched {user_text[:80]!r}")
 
     async def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        step, user_text = self.pick(messages)
+        step, user_text, groups = self.pick(messages)
+        fill = _Filler(user_text, groups, messages)
         if step.delay_ms:
             await asyncio.sleep(step.delay_ms / 1000)
         if step.error is not None:
             raise ModelHTTPError(step.status, self.script.name, body={"error": step.error})
         parts: list[TextPart | ToolCallPart] = []
         if step.text is not None:
-            parts.append(TextPart(step.text.replace(USER_TEXT, user_text)))
+            parts.append(TextPart(fill(step.text)))
         elif step.reply is not None:
             payload = {"blocks": [{"type": "text", "text": step.reply}]} if isinstance(step.reply, str) else step.reply
-            parts.append(ToolCallPart("reply", _fill(payload, user_text)))
+            parts.append(ToolCallPart("reply", fill(payload)))
         else:
             calls = step.tools or [ScriptCall(tool=step.tool or "", args=step.args, raw_args=step.raw_args)]
             for call in calls:
                 args: str | dict[str, Any] = call.raw_args if call.raw_args is not None else (call.args or {})
-                parts.append(ToolCallPart(call.tool, _fill(args, user_text)))
+                parts.append(ToolCallPart(call.tool, fill(args)))
         request_chars = sum(len(str(m)) for m in messages)
         usage = RequestUsage(input_tokens=request_chars // 4, output_tokens=sum(len(str(p)) for p in parts) // 4)
         return ModelResponse(parts=parts, usage=usage, model_name=f"script:{self.script.name}")
 
 
-def _fill(value: Any, user_text: str) -> Any:
-    """Replace ``{user_text}`` in every string of a JSON-like value."""
-    if isinstance(value, str):
-        return value.replace(USER_TEXT, user_text)
-    if isinstance(value, list):
-        return [_fill(v, user_text) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, user_text) for k, v in value.items()}
-    return value
+class _Filler:
+    """Fills placeholders in every string of a JSON-like value: ``{user_text}``, ``{match:g}``
+    and ``{result:tool.path}``. A placeholder that cannot be resolved is left as written, so a
+    broken script shows itself in the reply instead of guessing."""
+
+    def __init__(self, user_text: str, groups: dict[str, str], messages: Sequence[ModelMessage]) -> None:
+        self._user_text = user_text
+        self._groups = groups
+        self._messages = messages
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return _PLACEHOLDER.sub(self._resolve, value.replace(USER_TEXT, self._user_text))
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        return value
+
+    def _resolve(self, found: re.Match[str]) -> str:
+        kind, reference = found.group(1), found.group(2)
+        if kind == "match":
+            return self._groups.get(reference, found.group(0))
+        tool, _, path = reference.partition(".")
+        value = _latest_result(self._messages, tool)
+        for key in path.split(".") if path else []:
+            if isinstance(value, dict) and key in value:
+                value = value[key]
+            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+                value = value[int(key)]
+            else:
+                return found.group(0)
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _latest_result(messages: Sequence[ModelMessage], tool: str) -> Any:
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            for part in reversed(message.parts):
+                if isinstance(part, ToolReturnPart) and part.tool_name == tool and part.outcome != "retried":
+                    return part.content
+    return None
 
 
 def parse_script(text: str, origin: str) -> Script:
