@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "frontdesk"
-ROOTS = {"app", "runtime", "cli", "demo"}  # composition: may import everything
+ROOTS = {"app", "runtime", "cli", "demo", "evals"}  # composition: may import everything
 
 
 def _imports() -> dict[str, set[str]]:
@@ -62,7 +62,33 @@ def test_no_module_between_ingestion_and_rendering_imports_a_channel():
         ("frontdesk.output", "frontdesk.ingestion"),
         ("frontdesk.capabilities", "frontdesk.ingestion"),
         ("frontdesk.capabilities", "frontdesk.reasoning"),
+        ("frontdesk.capabilities", "frontdesk.context"),
+        ("frontdesk.capabilities", "frontdesk.verification"),
+        ("frontdesk.verification", "frontdesk.reasoning"),
+        ("frontdesk.verification", "frontdesk.ingestion"),
+        ("frontdesk.verification", "frontdesk.output"),
+        ("frontdesk.context", "frontdesk.reasoning"),
+        ("frontdesk.context", "frontdesk.ingestion"),
+        ("frontdesk.context", "frontdesk.verification"),
+        ("frontdesk.humans", "frontdesk.reasoning"),
+        ("frontdesk.humans", "frontdesk.ingestion"),
+        ("frontdesk.packs", "frontdesk.ingestion"),
+        ("frontdesk.packs", "frontdesk.reasoning"),
+        ("frontdesk.platform", "frontdesk.context"),
+        ("frontdesk.platform", "frontdesk.packs"),
+        ("frontdesk.platform", "frontdesk.humans"),
     ],
 )
 def test_layer_does_not_import_the_layer_above(importer, forbidden):
     assert _offenders(importer, forbidden) == []
+
+
+def test_only_the_composition_root_knows_the_packs():
+    offenders = sorted(
+        f"{module} imports {name}"
+        for module, names in IMPORTS.items()
+        if not module.startswith("frontdesk.packs") and module.split(".")[1] not in ROOTS
+        for name in names
+        if name.startswith("frontdesk.packs")
+    )
+    assert offenders == []
