@@ -8,6 +8,7 @@ import asyncio
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,14 @@ def _model(scenario: Scenario, settings: Settings) -> ModelClient:
     return PydanticAIClient(script_model(script), f"script:{script.name}", timeout_s=settings.model_timeout_s)
 
 
-async def run_scenario(scenario: Scenario, base_settings: Settings | None = None) -> ScenarioResult:
+Inspector = Callable[[Runtime], Awaitable[None]]
+
+
+async def run_scenario(
+    scenario: Scenario, base_settings: Settings | None = None, *, inspect: Inspector | None = None
+) -> ScenarioResult:
+    """Play ``scenario`` in a fresh database. ``inspect`` (benchmarks) reads the store before it
+    is thrown away."""
     result = ScenarioResult(scenario.name, str(scenario.path or ""))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="frontdesk-eval-") as tmp:
@@ -119,6 +127,8 @@ async def run_scenario(scenario: Scenario, base_settings: Settings | None = None
             account = accounts.webchat_id if scenario.channel == "webchat" else accounts.terminal_id
             runtime.runner.start()
             await _play(runtime, scenario, account, result)
+            if inspect is not None:
+                await inspect(runtime)
         except ConfigError as exc:
             result.error = exc.message
         except Exception as exc:  # a crash is a failed scenario with its reason, not a dead run

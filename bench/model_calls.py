@@ -1,0 +1,101 @@
+"""Model requests and prompt size per turn, over the shipped scenarios.
+
+Runs every scenario in ``scenarios/`` (or the paths given) through the real pipeline with its
+scripted model and reads the turn traces: model requests per turn, and the prompt's parts per
+request — static prefix, tool schemas of the routed bundle, history, dynamic tail. Token counts
+are estimates (characters / 4; a real tokenizer arrives with issue 5). For comparison it also
+prints the schema size if every tool of the pack were offered on every turn (naive loading).
+
+    .venv/bin/python bench/model_calls.py [scenario paths...]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.evals import load_scenario, run_scenario, scenario_files
+from frontdesk.packs import PACKS, PackDeps
+from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import TurnTrace
+from frontdesk.reasoning.terminal import reply_tool_definition
+from frontdesk.runtime import Runtime
+
+CHARS_PER_TOKEN = 4
+
+
+def schema_chars(definitions: list) -> int:
+    return sum(
+        len(d.name) + len(d.description or "") + len(json.dumps(d.parameters_json_schema, ensure_ascii=False))
+        for d in definitions
+    )
+
+
+def naive_schema_tokens() -> int:
+    """Every tool of the print-shop pack plus `reply`, as a naive loader would send each turn."""
+    db = Database.from_url("sqlite+aiosqlite:///:memory:")
+    tools = PACKS["printshop"].build_tools(PackDeps(db, SystemClock(), "http://bench/media"))
+    catalog = ToolPolicyCatalog(tools, PACKS["printshop"].policies, discovery_domains=())
+    return schema_chars([*(t.definition() for t in catalog.tools), reply_tool_definition()]) // CHARS_PER_TOKEN
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def main(targets: list[Path]) -> None:
+    traces: list[TurnTrace] = []
+
+    async def collect(runtime: Runtime) -> None:
+        async with runtime.db.read() as session:
+            traces.extend(await session.scalars(select(TurnTrace).order_by(TurnTrace.id)))
+
+    files = scenario_files(targets)
+    failed = 0
+    for path in files:
+        result = await run_scenario(load_scenario(path), inspect=collect)
+        failed += not result.passed
+    turns = [t for t in traces if t.prompt_size]
+    requests = [len(t.usage) for t in turns]
+    parts = {
+        "static prefix": [t.prompt_size["static_prefix_chars"] / CHARS_PER_TOKEN for t in turns],
+        "tool schemas": [t.prompt_size["tool_schema_chars"] / CHARS_PER_TOKEN for t in turns],
+        "history": [t.prompt_size["history_chars"] / CHARS_PER_TOKEN for t in turns],
+        "dynamic tail": [t.prompt_size["dynamic_tail_chars"] / CHARS_PER_TOKEN for t in turns],
+        "first request": [float(t.prompt_size["estimated_tokens"]) for t in turns],
+    }
+    whole_turn = [float(sum(u.get("input_tokens") or 0 for u in t.usage)) for t in turns]
+    naive = naive_schema_tokens()
+    print(f"{len(files)} scenarios ({failed} failed), {len(turns)} agent turns, {sum(requests)} model requests")
+    print(
+        f"model requests per turn: mean {statistics.mean(requests):.2f}, median {statistics.median(requests):.0f}, "
+        f"max {max(requests)}"
+    )
+    print("estimated prompt tokens per turn (chars/4), first request of the turn:")
+    print(f"  {'part':<14} {'mean':>7} {'p50':>7} {'p95':>7} {'max':>7}")
+    for name, values in parts.items():
+        print(
+            f"  {name:<14} {statistics.mean(values):>7.0f} {pct(values, 0.5):>7.0f} "
+            f"{pct(values, 0.95):>7.0f} {max(values):>7.0f}"
+        )
+    print(
+        f"input tokens per turn, all requests (as the script model reports them, chars/4 of the messages "
+        f"without tool schemas): mean {statistics.mean(whole_turn):.0f}, p95 {pct(whole_turn, 0.95):.0f}"
+    )
+    routed = statistics.mean(parts["tool schemas"])
+    print(f"tool schemas if every tool were offered: {naive} tokens per request")
+    print(f"routed / all tools: {routed / naive:.2f}x")
+    distinct = {t.prefix_hash for t in turns}
+    print(f"distinct static-prefix hashes across all turns: {len(distinct)}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main([Path(p) for p in sys.argv[1:]] or [Path(__file__).resolve().parents[1] / "scenarios"]))
