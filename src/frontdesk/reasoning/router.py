@@ -41,7 +41,9 @@ class Router:
             for language, signals in lexicons.items()
         }
         words = sorted({w.lower() for ws in item_keywords.values() for w in ws if w.strip()}, key=len, reverse=True)
-        self._items = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+        # Whole words only: "lona" must not fire inside "Barcelona".
+        alternatives = "|".join(re.escape(w) for w in words)
+        self._items = re.compile(rf"(?<!\w)(?:{alternatives})(?:e?s)?(?!\w)", re.IGNORECASE) if words else None
 
     def signals(self, text: str) -> tuple[set[str], dict[str, int]]:
         """Lexicon signals hit in ``text``, and hits per language."""
