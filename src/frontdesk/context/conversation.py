@@ -13,16 +13,8 @@ from sqlalchemy import func, select
 from frontdesk.context.episodic import EpisodicSnapshot
 from frontdesk.context.ledgers import LedgerStore, WorkingState
 from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import (
-    Contact,
-    Conversation,
-    Message,
-    Task,
-    Tenant,
-)
-from frontdesk.platform.store.schema import (
-    EpisodicSnapshot as SnapshotRow,
-)
+from frontdesk.platform.store.schema import Contact, Conversation, Message, Task, Tenant, TurnTrace
+from frontdesk.platform.store.schema import EpisodicSnapshot as SnapshotRow
 
 
 @dataclass(frozen=True)
@@ -66,6 +58,14 @@ class ConversationContext:
     assistant_replies: int
     snapshot_replies_covered: int
     snapshot_updated_at: datetime | None
+    last_language: str | None = None
+
+    @property
+    def language_so_far(self) -> str | None:
+        """The last turn's language, else the one episodic memory learned."""
+        if self.last_language:
+            return self.last_language
+        return self.episodic.preferred_language or None if self.episodic else None
 
     @property
     def open_follow_up(self) -> bool:
@@ -102,6 +102,12 @@ class ContextLoader:
                 .where(Message.conversation_id == conversation_id, Message.role == "assistant")
             )
             ledgers = await self.ledgers.load(session, conversation_id, now)
+            last_route = await session.scalar(
+                select(TurnTrace.route)
+                .where(TurnTrace.conversation_id == conversation_id)
+                .order_by(TurnTrace.id.desc())
+                .limit(1)
+            )
         return ConversationContext(
             tenant_id=conversation.tenant_id,
             pack=tenant.pack,
@@ -113,4 +119,5 @@ class ContextLoader:
             assistant_replies=int(replies or 0),
             snapshot_replies_covered=snapshot.replies_covered if snapshot else 0,
             snapshot_updated_at=snapshot.updated_at if snapshot else None,
+            last_language=(last_route or {}).get("language"),
         )

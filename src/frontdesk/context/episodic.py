@@ -25,7 +25,9 @@ CAPS = {
 }
 MAX_SERVICE_NAMES = 12
 MAX_SERVICE_NAME_CHARS = 80
-_ID_LIKE = re.compile(r"^(?:[a-z0-9]+(?:[-_][a-z0-9]+)+|[0-9a-f]{8,}|[A-Za-z]+_[A-Za-z0-9]{6,})$")
+# Ids look like "business-cards", "9b2f0c1de4" or "task_3f9c0a1b"; a customer's "t-shirts" keeps
+# its one-letter part and stays a name.
+_ID_LIKE = re.compile(r"^(?:[a-z0-9]{3,}(?:[-_][a-z0-9]{3,})+|[0-9a-f]{8,}|[A-Za-z]+_[A-Za-z0-9]{6,})$")
 
 
 def _clip(value: str, limit: int) -> str:

@@ -29,18 +29,21 @@ async def run_all(
     files = scenario_files(list(targets))
     if not files:
         raise ConfigError(f"no scenario files (*.yaml) under {', '.join(map(str, targets))}")
-    results: list[ScenarioResult] = []
-    for index, path in enumerate(files, start=1):
+    chosen: list[tuple[Path, Scenario | ScenarioResult]] = []
+    for path in files:
         try:
             scenario = load_scenario(path)
         except ConfigError as exc:
-            result = ScenarioResult(path.stem, str(path), error=exc.message)
-        else:
-            if select and select.lower() not in f"{scenario.name} {path}".lower():
-                continue
-            result = await run_scenario(scenario, settings)
+            if not select or select.lower() in str(path).lower():
+                chosen.append((path, ScenarioResult(path.stem, str(path), error=exc.message)))
+            continue
+        if not select or select.lower() in f"{scenario.name} {path}".lower():
+            chosen.append((path, scenario))
+    results: list[ScenarioResult] = []
+    for index, (_path, item) in enumerate(chosen, start=1):
+        result = item if isinstance(item, ScenarioResult) else await run_scenario(item, settings)
         results.append(result)
-        show_progress(console, result, index, len(files))
+        show_progress(console, result, index, len(chosen))
     show_summary(console, results)
     if junit is not None:
         write_junit(junit, results)

@@ -97,7 +97,7 @@ class Agent:
             RouterState(
                 item_in_context=any(e.evidence.references for e in state.tool),
                 open_follow_up=context.open_follow_up,
-                preferred_language=context.episodic.preferred_language if context.episodic else None,
+                preferred_language=context.language_so_far,
             ),
         )
         bundle = pack.catalog.bundle(decision)

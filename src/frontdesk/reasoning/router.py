@@ -21,7 +21,11 @@ from frontdesk.capabilities.policy import RoutingDecision
 _PHONE = re.compile(r"(?<![\d$])\+?\d[\d\s().-]{5,}\d(?![\d])")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
 _VIETNAMESE = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
-_SPANISH = re.compile(r"[¿¡ñ]|\b(?:hola|gracias|quiero|cuánto|cuanto|precio|tienen|para|por favor|qué|buenas)\b", re.I)
+_SPANISH = re.compile(
+    r"[¿¡ñ]|\b(?:hola|gracias|quiero|quisiera|necesito|cuánto|cuanto|cuesta|precio|tienen|para|por favor|qué|"
+    r"buenas|me llamo|soy|mi número|mi numero|número|teléfono|telefono|correo|pedido)\b",
+    re.IGNORECASE,
+)
 LANGUAGES = ("en", "es", "vi")
 
 
@@ -31,6 +35,8 @@ class RouterState:
 
     item_in_context: bool = False
     open_follow_up: bool = False
+    # The language of the conversation so far (the last turn's, else episodic memory's): used
+    # when the message itself says nothing about it ("Ana, 555 123 4567").
     preferred_language: str | None = None
 
 
@@ -49,9 +55,11 @@ class Router:
         """Lexicon signals hit in ``text``, and hits per language."""
         hits: set[str] = set()
         per_language: dict[str, int] = {}
+        # Words inside an e-mail address ("ana@example.com") are not requests.
+        words = _EMAIL.sub(" ", text)
         for language, signals in self._lexicons.items():
             for signal, patterns in signals.items():
-                if any(p.search(text) for p in patterns):
+                if any(p.search(words) for p in patterns):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
         if _PHONE.search(text) or _EMAIL.search(text):

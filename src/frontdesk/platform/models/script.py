@@ -23,6 +23,7 @@ from pydantic_ai import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -36,7 +37,8 @@ from frontdesk.errors import ConfigError
 
 USER_TEXT = "{user_text}"
 # {match:<group>}: a named group of the rule's regex; {result:<tool>.<path>}: a value from the
-# latest result of that tool in this conversation (dotted path, list indexes as numbers).
+# latest result of that tool this turn, else from its tool-ledger line in the prompt (dotted
+# path, list indexes as numbers).
 _PLACEHOLDER = re.compile(r"\{(match|result):([A-Za-z0-9_.-]+)\}")
 
 
@@ -202,12 +204,32 @@ class _Filler:
 
 
 def _latest_result(messages: Sequence[ModelMessage], tool: str) -> Any:
+    """This turn's latest result of ``tool``; else its line in the tool ledger the prompt shows
+    (``<tool>: {compact summary}``), which is how a model sees results of earlier turns."""
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
             for part in reversed(message.parts):
                 if isinstance(part, ToolReturnPart) and part.tool_name == tool and part.outcome != "retried":
                     return part.content
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    found = _ledger_line(part.content, tool)
+                    if found is not None:
+                        return found
     return None
+
+
+def _ledger_line(text: str, tool: str) -> Any:
+    found = None
+    for line in text.splitlines():
+        if line.startswith(f"{tool}: {{"):
+            try:
+                found = json.loads(line[len(tool) + 2 :])
+            except ValueError:
+                continue
+    return found
 
 
 def parse_script(text: str, origin: str) -> Script:

@@ -1,0 +1,116 @@
+"""The model-free router over the print shop's lexicons: what a customer writes, in English,
+Spanish or Vietnamese, plus what the conversation already established, decides the intent, the
+domains (which unlock tools), the phase and the reply language."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontdesk.packs.printshop import PACK
+from frontdesk.reasoning.router import Router, RouterState
+
+ROUTER = Router(PACK.lexicons, PACK.item_keywords)
+NEW = RouterState()
+ITEM = RouterState(item_in_context=True)
+OPEN = RouterState(item_in_context=True, open_follow_up=True)
+CAPTURE = ("capture", ["catalog", "customer", "leads"], "capture", False)
+POST_CAPTURE = ("post_capture", ["catalog", "customer", "leads"], "post_capture", False)
+
+
+def route(text: str, state: RouterState) -> tuple:
+    d = ROUTER.route(text, state)
+    return d.intent, sorted(d.domains), d.phase, d.side_query, d.language
+
+
+def row(text: str, state: RouterState, decision: tuple, language: str):
+    return pytest.param(text, state, (*decision, language), id=f"{language}:{text}")
+
+
+@pytest.mark.parametrize(
+    ("text", "state", "expected"),
+    [
+        # greetings and thanks: no domains, so no tool that writes
+        row("hi", NEW, ("greeting", [], "discovery", False), "en"),
+        row("Hola, buenas tardes", NEW, ("greeting", [], "discovery", False), "es"),
+        row("xin chào shop", NEW, ("greeting", [], "discovery", False), "vi"),
+        row("thanks!", ITEM, ("greeting", [], "capture", False), "en"),
+        row("cảm ơn bạn", NEW, ("greeting", [], "discovery", False), "vi"),
+        # browsing the catalogue
+        row("what do you print?", NEW, ("browse", ["catalog"], "discovery", False), "en"),
+        row("¿Qué servicios ofrecen?", NEW, ("browse", ["catalog"], "discovery", False), "es"),
+        row("shop có dịch vụ gì", NEW, ("browse", ["catalog"], "discovery", False), "vi"),
+        # naming a service puts an item in context
+        row("how much are business cards?", NEW, ("detail_question", ["catalog"], "capture", False), "en"),
+        row(
+            "¿Cuánto cuestan las tarjetas de presentación?",
+            NEW,
+            ("detail_question", ["catalog"], "capture", False),
+            "es",
+        ),
+        row("giá in danh thiếp bao nhiêu", NEW, ("detail_question", ["catalog"], "capture", False), "vi"),
+        # hours and address
+        row("what are your hours?", NEW, ("detail_question", ["business"], "discovery", False), "en"),
+        row("¿A qué hora abren?", NEW, ("detail_question", ["business"], "discovery", False), "es"),
+        row("mấy giờ shop mở cửa?", NEW, ("detail_question", ["business"], "discovery", False), "vi"),
+        # contact details with an item in context: capture
+        row("I'm Ana, 555-123-4567", ITEM, CAPTURE, "en"),
+        row("I'd like to order 500 business cards, I'm Ana, ana@gmail.com", NEW, CAPTURE, "en"),
+        row("Hola, soy Ana: 555-123-4567", ITEM, CAPTURE, "es"),
+        row("Me llamo Ana, 555-123-4567", ITEM, CAPTURE, "es"),
+        row("Mình tên Lan, số 0912 345 678", ITEM, CAPTURE, "vi"),
+        # the same without an item: never capture
+        row("I'm Ana, 555-123-4567", NEW, ("browse", ["catalog", "customer"], "discovery", False), "en"),
+        row("Mình tên Lan, số 0912 345 678", NEW, ("browse", ["catalog", "customer"], "discovery", False), "vi"),
+        # changing an open request
+        row("actually make it 1000", OPEN, POST_CAPTURE, "en"),
+        row("en realidad que sean 1000", OPEN, POST_CAPTURE, "es"),
+        row("thực ra lấy 1000 thôi", OPEN, POST_CAPTURE, "vi"),
+        row("my new number is 555-987-6543", OPEN, POST_CAPTURE, "en"),
+        row("actually make it 1000", ITEM, ("unknown", [], "capture", False), "en"),
+        # a read question while a request is open: a side query, the request stays open
+        row("what are your hours?", OPEN, ("detail_question", ["business", "leads"], "post_capture", True), "en"),
+        row(
+            "¿cuánto cuestan los volantes?", OPEN, ("detail_question", ["catalog", "leads"], "post_capture", True), "es"
+        ),
+        row("giá tờ rơi bao nhiêu?", OPEN, ("detail_question", ["catalog", "leads"], "post_capture", True), "vi"),
+        # asking for a person, or complaining
+        row("I want to talk to a real person", NEW, ("human_request", ["handoff"], "discovery", False), "en"),
+        row("quiero hablar con una persona", ITEM, ("human_request", ["handoff"], "capture", False), "es"),
+        row("cho tôi gặp nhân viên", OPEN, ("human_request", ["handoff"], "post_capture", False), "vi"),
+        row("my order arrived damaged", NEW, ("human_request", ["catalog", "handoff"], "discovery", False), "en"),
+        # nothing recognisable
+        row("asdfgh", NEW, ("unknown", [], "discovery", False), "en"),
+    ],
+)
+def test_utterances_route_to_intent_domains_phase_and_language(text, state, expected):
+    assert route(text, state) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [("I need a human", "en"), ("¿Puedo hablar con un humano?", "es"), ("cho mình nói chuyện với nhân viên", "vi")],
+)
+def test_an_explicit_request_for_a_person_is_a_human_request_whatever_the_state(text, language):
+    for state in (NEW, ITEM, OPEN):
+        decision = ROUTER.route(text, state)
+        assert (decision.intent, decision.domains, decision.language) == ("human_request", {"handoff"}, language)
+        assert decision.confidence >= 0.9
+
+
+@pytest.mark.parametrize(("preferred", "language"), [(None, "en"), ("es", "es"), ("vi", "vi"), ("xx", "en")])
+def test_a_message_with_no_language_cue_keeps_the_remembered_language(preferred, language):
+    assert ROUTER.route("ok 👍", RouterState(preferred_language=preferred)).language == language
+
+
+def test_the_decision_records_what_led_to_it():
+    decision = ROUTER.route("what are your hours?", OPEN)
+
+    assert decision.signals == ("business_info", "state:item_in_context", "state:open_follow_up")
+    assert decision.as_json()["side_query"] is True
+
+
+def test_a_contact_only_message_is_too_unsure_to_unlock_a_capture():
+    decision = ROUTER.route("ana@gmail.com", NEW)
+
+    assert (decision.intent, decision.phase) == ("browse", "discovery")
+    assert "leads" not in decision.domains
