@@ -113,18 +113,35 @@ def search(query: str, category: str | None = None, limit: int = 6) -> list[Serv
     return [s for _, _, s in sorted(scored)[:limit]]
 
 
+def _strong_terms(service: Service) -> set[str]:
+    return {_stem(t) for t in _terms(" ".join([service.name, service.id, *service.keywords]))}
+
+
 def find(reference: str) -> Service | None:
-    """A service by id, by exact name, or by an unambiguous best search match."""
+    """A service by id, by exact name, or by an unambiguous match on its name or keywords. A word
+    that only appears in a summary ("services") never picks a service."""
     wanted = reference.strip()
     for service in catalog().services:
         if service.id == wanted or fold(service.name) == fold(wanted):
             return service
-    found = search(wanted, limit=2)
-    return found[0] if len(found) == 1 else (found[0] if found and _clear_winner(wanted, found) else None)
-
-
-def _clear_winner(query: str, found: list[Service]) -> bool:
-    folded = fold(query)
-    first = any(fold(k) in folded for k in found[0].keywords) or fold(found[0].name) in folded
-    second = any(fold(k) in folded for k in found[1].keywords) or fold(found[1].name) in folded
-    return first and not second
+    terms = {_stem(t) for t in _terms(wanted)}
+    folded = fold(wanted)
+    named = [
+        s
+        for s in search(wanted, limit=len(catalog().services))
+        if terms & _strong_terms(s) or any(fold(k) in folded for k in s.keywords)
+    ]
+    if len(named) == 1:
+        return named[0]
+    # Several named: one wins only if its phrase contains every other one ("retractable banner"
+    # over "banner"); "flyers and posters" is ambiguous.
+    phrase: dict[str, str] = {}
+    for service in named:
+        found = [fold(k) for k in [service.name, *service.keywords] if fold(k) in folded]
+        if found:
+            phrase[service.id] = max(found, key=len)
+    for service in named:
+        mine = phrase.get(service.id)
+        if mine and all(other in mine for sid, other in phrase.items() if sid != service.id):
+            return service
+    return None

@@ -1,0 +1,380 @@
+"""The print shop's tools: called directly as typed contracts, and through the pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from frontdesk.app import create_app
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
+from frontdesk.demo import DemoAccounts
+from frontdesk.output.blocks import blocks_adapter
+from frontdesk.packs import PackDeps
+from frontdesk.packs.printshop import PACK
+from frontdesk.packs.printshop.catalog import catalog
+from frontdesk.platform.store.schema import Contact, Conversation, Notification, Task
+from frontdesk.runtime import Runtime
+from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+
+MEDIA = "http://media.test/p"
+PUBLIC = "http://frontdesk.test"
+ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
+CARDS_PRICE = "$45 per 250 cards, $70 per 500 cards"
+LEAD = {
+    "service": "business-cards",
+    "customer_name": "Ana Ruiz",
+    "phone": "+1 555 123 4567",
+    "email": "Ana.Ruiz@Example.com",
+    "quantity": 500,
+    "details": "matte, double-sided",
+    "summary_for_team": "500 matte business cards for Ana",
+}
+
+
+@dataclass
+class Shop:
+    runtime: Runtime
+    accounts: DemoAccounts
+    tools: dict[str, Tool]
+
+    async def context(self, session: str = "s1") -> ToolContext:
+        """A turn's context in a real conversation (created by ingesting one message)."""
+        ingested = await self.runtime.ingestor.ingest(message(self.accounts.webchat_id, "hi", session=session))
+        return ToolContext(
+            tenant_id=self.accounts.tenant_id,
+            conversation_id=ingested.conversation_id,
+            channel_account_id=self.accounts.webchat_id,
+            turn_key=f"run-{session}",
+        )
+
+    async def call(self, name: str, ctx: ToolContext, **args: Any) -> ToolResult:
+        """As the loop calls a tool: arguments through its input model, then the handler."""
+        tool = self.tools[name]
+        return await tool.handler(tool.input_model.model_validate(args), ctx)
+
+
+@pytest.fixture
+async def shop(db) -> Shop:
+    runtime, accounts = await make_runtime(db, ECHO)
+    tools = PACK.build_tools(PackDeps(db, runtime.clock, MEDIA))
+    return Shop(runtime, accounts, {t.name: t for t in tools})
+
+
+async def contact_of(db, conversation_id: str) -> Contact:
+    async with db.transaction() as session:
+        contact = await session.scalar(
+            select(Contact)
+            .join(Conversation, Conversation.contact_id == Contact.id)
+            .where(Conversation.id == conversation_id)
+        )
+    assert contact is not None
+    return contact
+
+
+async def tasks_of(db, conversation_id: str) -> list[Task]:
+    async with db.transaction() as session:
+        return list(await session.scalars(select(Task).where(Task.conversation_id == conversation_id)))
+
+
+async def notifications_of(db, conversation_id: str) -> list[Notification]:
+    async with db.transaction() as session:
+        return list(await session.scalars(select(Notification).where(Notification.conversation_id == conversation_id)))
+
+
+# -- retrievals
+
+
+@pytest.mark.parametrize("query", ["business cards", "tarjetas de presentación", "danh thiếp"])
+async def test_search_finds_business_cards_in_english_spanish_and_vietnamese(shop, query):
+    ctx = await shop.context()
+
+    result = await shop.call("search_services", ctx, query=query)
+
+    assert result.output["results"][0]["id"] == "business-cards"
+    assert result.output["results"][0]["price"] == CARDS_PRICE
+    assert "business-cards" in result.evidence.references
+    assert CARDS_PRICE in result.evidence.prices
+
+
+async def test_search_gives_price_evidence_only_for_services_whose_price_is_set(shop):
+    ctx = await shop.context()
+    services = catalog().services
+    unset = [s for s in services if not s.price_is_set]
+    assert unset, "the demo catalog has services quoted on request"
+
+    everything = await shop.call("search_services", ctx, query="")
+    invitations = await shop.call("search_services", ctx, query="wedding invitations")
+
+    assert everything.output["count"] == len(services)
+    assert everything.evidence.references == frozenset(s.id for s in services)
+    assert everything.evidence.prices == tuple(s.price_text for s in services if s.price_is_set)
+    assert {r["price"] for r in everything.output["results"] if r["id"] in {s.id for s in unset}} == {
+        "not set: quoted on request"
+    }
+    assert [r["id"] for r in invitations.output["results"]] == ["wedding-invitations"]
+    assert (invitations.evidence.references, invitations.evidence.prices) == (frozenset({"wedding-invitations"}), ())
+
+
+async def test_service_detail_carries_its_price_as_evidence(shop):
+    ctx = await shop.context()
+
+    result = await shop.call("get_service_detail", ctx, service_id="business-cards")
+
+    assert (result.output["id"], result.output["price"]) == ("business-cards", CARDS_PRICE)
+    assert (result.evidence.references, result.evidence.prices) == (frozenset({"business-cards"}), (CARDS_PRICE,))
+
+
+@pytest.mark.parametrize("service_id", ["quantum-teleporter", "calendars"])
+async def test_service_detail_of_an_unknown_id_tells_the_model_to_use_search_services(shop, service_id):
+    ctx = await shop.context()
+
+    with pytest.raises(ToolFailure, match="search_services") as failure:
+        await shop.call("get_service_detail", ctx, service_id=service_id)
+
+    assert service_id in str(failure.value)
+
+
+@pytest.mark.parametrize("service_id", ["no-such-service", "unknown-service"])
+async def test_made_up_id_sharing_a_generic_word_with_a_summary_is_still_unknown(shop, service_id):
+    """A hallucinated id must not resolve to whatever service's summary mentions "services"
+    (brochures), or the model would present and quote a service nobody asked for."""
+    ctx = await shop.context()
+
+    with pytest.raises(ToolFailure, match="search_services"):
+        await shop.call("get_service_detail", ctx, service_id=service_id)
+
+
+async def test_photos_are_urls_under_the_media_base_url_and_their_ids_are_the_evidence(shop):
+    ctx = await shop.context()
+
+    result = await shop.call("get_service_photos", ctx, service_id="business-cards")
+    one = await shop.call("get_service_photos", ctx, service_id="business-cards", limit=1)
+
+    photos = result.output["photos"]
+    assert [(p["id"], p["url"]) for p in photos] == [
+        (f"business-cards-{n}", f"{MEDIA}/business-cards-{n}.png") for n in (1, 2, 3)
+    ]
+    assert dict(result.evidence.photos) == {p["id"]: p["url"] for p in photos}
+    assert result.evidence.references == frozenset({"business-cards"})
+    assert dict(one.evidence.photos) == {"business-cards-1": f"{MEDIA}/business-cards-1.png"}
+
+
+# -- actions
+
+
+async def test_capture_lead_saves_contact_follow_up_and_lead_notification_together(shop, db):
+    ctx = await shop.context()
+
+    result = await shop.call("capture_lead", ctx, **LEAD)
+
+    contact = await contact_of(db, ctx.conversation_id)
+    (task,) = await tasks_of(db, ctx.conversation_id)
+    (note,) = await notifications_of(db, ctx.conversation_id)
+    assert (contact.name, contact.phone, contact.email) == ("Ana Ruiz", "+1 555 123 4567", "ana.ruiz@example.com")
+    assert (task.kind, task.status, task.priority) == ("follow_up", "open", "normal")
+    assert task.details["service_id"] == "business-cards"
+    assert task.details["quantity"] == 500
+    assert (note.kind, note.task_id) == ("lead", task.id)
+    assert result.output == {"follow_up_id": task.id, "service": "Business cards", "status": "saved", "new": True}
+    assert result.evidence.events == (("lead_captured", task.id),)
+
+
+async def test_second_capture_of_the_same_service_opens_nothing_and_returns_the_same_follow_up(shop, db):
+    ctx = await shop.context()
+
+    first = await shop.call("capture_lead", ctx, **LEAD)
+    again = await shop.call("capture_lead", ctx, **{**LEAD, "quantity": 1000})
+
+    assert again.output["follow_up_id"] == first.output["follow_up_id"]
+    assert again.output["new"] is False
+    assert len(await tasks_of(db, ctx.conversation_id)) == 1
+    assert len(await notifications_of(db, ctx.conversation_id)) == 1
+    # another service in the same conversation is another request
+    flyers = await shop.call("capture_lead", ctx, **{**LEAD, "service": "flyers"})
+    assert flyers.output["new"] is True
+    assert flyers.output["follow_up_id"] != first.output["follow_up_id"]
+    assert len(await tasks_of(db, ctx.conversation_id)) == 2
+
+
+async def test_capture_lead_that_fails_midway_leaves_nothing_behind(shop, db):
+    ctx = await shop.context()
+    ghost = ToolContext(tenant_id="no-such-tenant", conversation_id=ctx.conversation_id, turn_key="run-x")
+
+    with pytest.raises(IntegrityError):  # the task insert fails after the contact was updated
+        await shop.call("capture_lead", ghost, **LEAD)
+
+    contact = await contact_of(db, ctx.conversation_id)
+    assert (contact.name, contact.phone, contact.email) == (None, None, None)
+    assert await count(db, Task) == 0
+    assert await count(db, Notification) == 0
+
+
+async def test_capture_lead_of_an_unknown_service_writes_nothing(shop, db):
+    ctx = await shop.context()
+
+    with pytest.raises(ToolFailure, match="search_services"):
+        await shop.call("capture_lead", ctx, **{**LEAD, "service": "quantum-teleporter"})
+
+    assert (await contact_of(db, ctx.conversation_id)).name is None
+    assert await count(db, Task) == 0
+
+
+async def test_capture_lead_without_phone_or_email_is_refused_by_its_arguments_with_a_request_to_ask(shop):
+    args = {k: v for k, v in LEAD.items() if k not in ("phone", "email")}
+
+    with pytest.raises(ValidationError, match="ask the customer for one"):
+        shop.tools["capture_lead"].input_model.model_validate(args)
+
+
+async def test_update_follow_up_refuses_a_follow_up_of_another_conversation(shop, db):
+    mine = await shop.context("alice")
+    other = await shop.context("bob")
+    captured = await shop.call("capture_lead", mine, **LEAD)
+    follow_up_id = captured.output["follow_up_id"]
+
+    with pytest.raises(ToolFailure, match="in this conversation"):
+        await shop.call("update_follow_up", other, follow_up_id=follow_up_id, quantity=2000, cancel=True)
+
+    (task,) = await tasks_of(db, mine.conversation_id)
+    assert (task.status, task.details["quantity"]) == ("open", 500)
+    updated = await shop.call("update_follow_up", mine, follow_up_id=follow_up_id, quantity=2000)
+    assert updated.output == {"follow_up_id": follow_up_id, "status": "open", "quantity": 2000}
+
+
+# -- through the pipeline
+
+SEARCH_AND_QUOTE = {
+    "name": "search-and-quote",
+    "default": [
+        {"tool": "search_services", "args": {"query": "{user_text}"}},
+        {
+            "reply": {
+                "blocks": [
+                    {
+                        "type": "text",
+                        "text": "{result:search_services.results.0.name}: {result:search_services.results.0.price}",
+                    }
+                ],
+                "claims": [{"type": "service_presented", "service_id": "{result:search_services.results.0.id}"}],
+            }
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("How much are business cards?", "en"),
+        ("¿Cuánto cuestan las tarjetas de presentación?", "es"),
+        ("Shop có in danh thiếp không, giá bao nhiêu?", "vi"),
+    ],
+)
+async def test_customer_asking_in_their_language_is_quoted_the_catalog_price(db, text, language):
+    runtime, accounts = await make_runtime(db, SEARCH_AND_QUOTE)
+    runtime.runner.start()
+    try:
+        await runtime.ingestor.ingest(message(accounts.webchat_id, text))
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == [f"Business cards: {CARDS_PRICE}"]
+    (trace,) = await traces(db)
+    assert (trace.outcome, trace.route["language"]) == ("replied", language)
+    assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("search_services", True)]
+    assert trace.claims == [{"type": "service_presented", "service_id": "business-cards"}]
+
+
+async def test_lead_without_phone_or_email_never_runs_and_the_model_is_told_to_ask(db):
+    script = {
+        "name": "lead-missing-contact",
+        "default": [
+            {"tool": "capture_lead", "args": {k: v for k, v in LEAD.items() if k not in ("phone", "email")}},
+            reply("Happy to save that! What's a phone number or e-mail where we can reach you?"),
+        ],
+    }
+    runtime, accounts = await make_runtime(db, script)
+    runtime.runner.start()
+    try:
+        text = "I'd like to order 500 business cards, I'm Ana, ana@example.com"
+        await runtime.ingestor.ingest(message(accounts.webchat_id, text))
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+
+    (trace,) = await traces(db)
+    assert "capture_lead" in trace.tools_offered
+    (call,) = trace.tool_calls
+    assert (call["name"], call["ok"]) == ("capture_lead", False)
+    assert "ask the customer for one" in call["error"]
+    assert await count(db, Task) == 0
+    assert await reply_texts(db) == ["Happy to save that! What's a phone number or e-mail where we can reach you?"]
+
+
+PHOTOS = {
+    "name": "photos",
+    "default": [
+        {"tool": "get_service_photos", "args": {"service_id": "business-cards", "limit": 2}},
+        {
+            "reply": {
+                "blocks": [
+                    {
+                        "type": "image_group",
+                        "urls": [
+                            "{result:get_service_photos.photos.0.url}",
+                            "{result:get_service_photos.photos.1.url}",
+                        ],
+                        "caption": "Our business cards",
+                    }
+                ],
+                "claims": [
+                    {
+                        "type": "images_shown",
+                        "photo_ids": [
+                            "{result:get_service_photos.photos.0.id}",
+                            "{result:get_service_photos.photos.1.id}",
+                        ],
+                    }
+                ],
+            }
+        },
+    ],
+}
+
+
+async def test_photo_urls_a_tool_returns_are_served_by_the_app(db):
+    runtime, accounts = await make_runtime(db, PHOTOS, public_url=PUBLIC)
+    runtime.runner.start()
+    try:
+        await runtime.ingestor.ingest(message(accounts.webchat_id, "Can I see photos of your business cards?"))
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+    (sent,) = await replies(db)
+    (block,) = blocks_adapter.validate_json(sent.content)
+    urls = [str(u) for u in block.urls]
+    assert urls == [f"{PUBLIC}/media/packs/printshop/business-cards-{n}.png" for n in (1, 2)]
+
+    app = create_app(runtime, run_workers=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=PUBLIC) as client:
+        for url in urls:
+            response = await client.get(url)
+            assert (response.status_code, response.headers["content-type"]) == (200, "image/png")
+            assert response.content.startswith(b"\x89PNG\r\n\x1a\n")
+        for path in (
+            "/media/packs/printshop/..%2Fcatalog.json",
+            "/media/packs/printshop/..%2F..%2F__init__.py",
+            "/media/packs/printshop/%2E%2E%2Fpolicy.json",
+            "/media/packs/printshop/no-such-photo.png",
+            "/media/packs/no-such-pack/business-cards-1.png",
+        ):
+            response = await client.get(path)
+            assert response.status_code == 404, path
+            assert "services" not in response.text
