@@ -156,7 +156,7 @@ def test_chat_answers_a_message_from_stdin_with_the_demo_model_and_exits_at_eof(
     assert "Offline demo model" in result.stdout
     assert f"agent> {GREETING}" in result.stdout
     assert "agent> To plug in a real model, set FRONTDESK_MODEL_CHAT" in result.stdout
-    assert result.stdout.count("agent> ") == 2  # one reply (two blocks), nothing repeated
+    assert result.stdout.count("agent> ") == 3  # one reply (three blocks), nothing repeated
 
 
 def test_chat_reply_lines_start_with_agent_when_stdin_is_piped(env, tmp_path):

@@ -17,7 +17,7 @@ from frontdesk.platform.store.engine import Database
 
 READS = ["search_services", "get_service_detail", "get_service_photos", "get_business_info"]
 WRITES = ["capture_lead", "update_follow_up", "update_customer_info", "refer_to_human"]
-ALL_DOMAINS = frozenset({"catalog", "business", "leads", "customer", "handoff"})
+ALL_DOMAINS = frozenset({"catalog", "business", "leads", "follow_ups", "customer", "handoff"})
 PHASES = ("discovery", "capture", "post_capture")
 INTENTS = ("greeting", "browse", "detail_question", "capture", "post_capture", "human_request", "unknown")
 
@@ -107,16 +107,19 @@ def test_an_unknown_turn_gets_only_the_read_tools_of_the_discovery_domains(print
         ("capture", {"leads", "catalog", "customer"}, True),
         ("capture", {"catalog", "customer"}, False),
         ("discovery", {"leads", "catalog", "customer"}, False),
-        ("post_capture", {"leads", "catalog", "customer"}, False),
+        ("post_capture", {"leads", "catalog", "customer"}, True),  # a second product after a first capture
+        ("post_capture", {"follow_ups", "catalog", "customer"}, False),
     ],
 )
-def test_capture_lead_is_offered_only_in_the_capture_phase_with_the_leads_domain(printshop, phase, domains, expected):
+def test_capture_lead_is_offered_only_with_the_leads_domain_once_an_item_is_in_context(
+    printshop, phase, domains, expected
+):
     assert ("capture_lead" in offered(printshop, decide("capture", domains, phase))) is expected
 
 
 @pytest.mark.parametrize(("phase", "expected"), [("discovery", False), ("capture", False), ("post_capture", True)])
 def test_update_follow_up_is_offered_only_after_a_capture(printshop, phase, expected):
-    names = offered(printshop, decide("post_capture", {"leads", "customer", "catalog"}, phase, 0.85))
+    names = offered(printshop, decide("post_capture", {"follow_ups", "customer", "catalog"}, phase, 0.85))
 
     assert ("update_follow_up" in names) is expected
     assert "update_customer_info" in names

@@ -14,7 +14,8 @@ NEW = RouterState()
 ITEM = RouterState(item_in_context=True)
 OPEN = RouterState(item_in_context=True, open_follow_up=True)
 CAPTURE = ("capture", ["catalog", "customer", "leads"], "capture", False)
-POST_CAPTURE = ("post_capture", ["catalog", "customer", "leads"], "post_capture", False)
+POST_CAPTURE = ("post_capture", ["catalog", "customer", "follow_ups"], "post_capture", False)
+SIDE_CATALOG = ("detail_question", ["catalog", "follow_ups"], "post_capture", True)
 
 
 def route(text: str, state: RouterState) -> tuple:
@@ -68,11 +69,14 @@ def row(text: str, state: RouterState, decision: tuple, language: str):
         row("my new number is 555-987-6543", OPEN, POST_CAPTURE, "en"),
         row("actually make it 1000", ITEM, ("unknown", [], "capture", False), "en"),
         # a read question while a request is open: a side query, the request stays open
-        row("what are your hours?", OPEN, ("detail_question", ["business", "leads"], "post_capture", True), "en"),
+        row("what are your hours?", OPEN, ("detail_question", ["business", "follow_ups"], "post_capture", True), "en"),
         row(
-            "¿cuánto cuestan los volantes?", OPEN, ("detail_question", ["catalog", "leads"], "post_capture", True), "es"
+            "¿cuánto cuestan los volantes?",
+            OPEN,
+            ("detail_question", ["catalog", "follow_ups"], "post_capture", True),
+            "es",
         ),
-        row("giá tờ rơi bao nhiêu?", OPEN, ("detail_question", ["catalog", "leads"], "post_capture", True), "vi"),
+        row("giá tờ rơi bao nhiêu?", OPEN, SIDE_CATALOG, "vi"),
         # asking for a person, or complaining
         row("I want to talk to a real person", NEW, ("human_request", ["handoff"], "discovery", False), "en"),
         row("quiero hablar con una persona", ITEM, ("human_request", ["handoff"], "capture", False), "es"),
@@ -114,3 +118,20 @@ def test_a_contact_only_message_is_too_unsure_to_unlock_a_capture():
 
     assert (decision.intent, decision.phase) == ("browse", "discovery")
     assert "leads" not in decision.domains
+
+
+@pytest.mark.parametrize(
+    ("text", "may_save_another"),
+    [
+        ("I'd also like to order 10 posters", True),
+        ("Ana, 555 123 4567, and 10 posters too", True),
+        ("actually make it 1000", False),
+        ("my new number is 555-987-6543", False),
+    ],
+)
+def test_with_a_request_saved_only_a_new_order_may_save_another(text, may_save_another):
+    decision = ROUTER.route(text, OPEN)
+
+    assert decision.phase == "post_capture"
+    assert "follow_ups" in decision.domains
+    assert ("leads" in decision.domains) is may_save_another

@@ -96,18 +96,21 @@ class Router:
             return decide("human_request", {"handoff", *info}, 0.95)
         if "complaint" in hits:
             return decide("human_request", {"handoff", "catalog", *info}, 0.75)
+        # With a request already saved, a new order (or a named item with contact details) may
+        # save another one; anything else changes the saved request.
+        another = {"leads"} if hits & {"order"} or (hits & {"contact_info"} and "item_mentioned" in hits) else set()
         if "contact_info" in hits:
             if state.open_follow_up:
-                return decide("post_capture", {"leads", "customer", "catalog"}, 0.85)
+                return decide("post_capture", {"follow_ups", "customer", "catalog", *another}, 0.85)
             if item or "order" in hits:
                 return decide("capture", {"leads", "customer", "catalog", *info}, 0.9 if item else 0.7)
             return decide("browse", {"catalog", "customer"}, 0.6)
         if state.open_follow_up and ("update" in hits or "order" in hits):
-            return decide("post_capture", {"leads", "customer", "catalog"}, 0.85)
+            return decide("post_capture", {"follow_ups", "customer", "catalog", *another}, 0.85)
         if asks:
             domains = {*info} | ({"catalog"} if hits & {"browse", "detail", "item_mentioned"} else set())
             if state.open_follow_up:
-                return decide("detail_question", {*domains, "leads"}, 0.8, side_query=True)
+                return decide("detail_question", {*domains, "follow_ups"}, 0.8, side_query=True)
             intent = "detail_question" if hits & {"detail", "business_info", "item_mentioned"} else "browse"
             return decide(intent, domains, 0.8)
         if "order" in hits:

@@ -1,7 +1,8 @@
 """The print shop's tool policies: every tool declared, nothing inferred from names.
 
 Domains: ``catalog`` (services, prices, photos), ``business`` (hours, address), ``leads``
-(saved requests), ``customer`` (contact details), ``handoff``. Phases: ``discovery`` (nothing
+(saving a new request), ``follow_ups`` (changing a saved one), ``customer`` (contact details),
+``handoff``. Phases: ``discovery`` (nothing
 chosen yet), ``capture`` (an item is in context), ``post_capture`` (a follow-up is open).
 """
 
@@ -18,8 +19,14 @@ POLICIES: dict[str, ToolPolicy] = {
     "get_business_info": ToolPolicy(
         frozenset({"business"}), "read", aliases=("get_business_hours", "get_opening_hours", "get_contact_info")
     ),
-    "capture_lead": ToolPolicy(frozenset({"leads"}), "create", risk="medium", phases=frozenset({"capture"})),
-    "update_follow_up": ToolPolicy(frozenset({"leads"}), "update", risk="medium", phases=frozenset({"post_capture"})),
+    # Also after a first capture: a customer may order a second product (the same one twice
+    # returns the first follow-up).
+    "capture_lead": ToolPolicy(
+        frozenset({"leads"}), "create", risk="medium", phases=frozenset({"capture", "post_capture"})
+    ),
+    "update_follow_up": ToolPolicy(
+        frozenset({"follow_ups"}), "update", risk="medium", phases=frozenset({"post_capture"})
+    ),
     "update_customer_info": ToolPolicy(frozenset({"customer"}), "update", phases=ALL_PHASES),
     "refer_to_human": ToolPolicy(frozenset({"handoff"}), "create", risk="high", aliases=("handoff", "escalate")),
 }

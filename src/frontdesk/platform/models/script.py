@@ -180,7 +180,10 @@ class _Filler:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
-            return _PLACEHOLDER.sub(self._resolve, value.replace(USER_TEXT, self._user_text))
+            # Placeholders first: a customer who types "{result:...}" gets it back verbatim.
+            return USER_TEXT.join(_PLACEHOLDER.sub(self._resolve, piece) for piece in value.split(USER_TEXT)).replace(
+                USER_TEXT, self._user_text
+            )
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, dict):
@@ -193,6 +196,8 @@ class _Filler:
             return self._groups.get(reference, found.group(0))
         tool, _, path = reference.partition(".")
         value = _latest_result(self._messages, tool)
+        if value is None:
+            return found.group(0)
         for key in path.split(".") if path else []:
             if isinstance(value, dict) and key in value:
                 value = value[key]
@@ -206,11 +211,18 @@ class _Filler:
 def _latest_result(messages: Sequence[ModelMessage], tool: str) -> Any:
     """This turn's latest result of ``tool``; else its line in the tool ledger the prompt shows
     (``<tool>: {compact summary}``), which is how a model sees results of earlier turns."""
+    called_this_turn = False
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
+            if any(isinstance(p, UserPromptPart) and not _is_feedback(p.content) for p in message.parts):
+                break  # the customer's message: everything before it is earlier turns
             for part in reversed(message.parts):
-                if isinstance(part, ToolReturnPart) and part.tool_name == tool and part.outcome != "retried":
-                    return part.content
+                if isinstance(part, ToolReturnPart) and part.tool_name == tool:
+                    if part.outcome != "retried":
+                        return part.content
+                    called_this_turn = True
+    if called_this_turn:
+        return None  # refused or failed this turn: an earlier turn's result would be a lie
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
