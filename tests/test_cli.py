@@ -181,6 +181,22 @@ def test_chat_keeps_the_conversation_across_messages(env, tmp_path):
     assert (roles, conversations) == (["user", "assistant", "user", "assistant"], 1)
 
 
+def test_chat_after_a_hand_off_says_a_person_has_the_conversation_instead_of_waiting(env, tmp_path):
+    env["FRONTDESK_QUIET_WINDOW_S"] = "0.1"
+
+    started = time.monotonic()
+    result = frontdesk("chat", stdin="can I talk to a person?\nhello?\n", env=env, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "agent> Of course. I've asked a person" in result.stdout
+    assert result.stdout.rstrip().endswith("your message is saved for them)")
+    assert time.monotonic() - started < 30  # not the 70 s wait for a reply that cannot come
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        ai_enabled = conn.execute("SELECT ai_enabled FROM conversations").fetchone()[0]
+        kinds = [k for (k,) in conn.execute("SELECT kind FROM tasks")]
+    assert (ai_enabled, kinds) == (0, ["handoff"])
+
+
 # -- demo ------------------------------------------------------------------------------------------
 
 

@@ -167,6 +167,9 @@ async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
             replies = await read_transcript(
                 runtime.db, conversation_id, after_id=max(shown, result.message_id), roles=("assistant",)
             )
+            if not replies and await _answered_by_nobody(runtime, result.message_id):
+                typer.echo("(a person from the team has this conversation now: your message is saved for them)")
+                break
             if replies:
                 for entry in replies:
                     for block in entry.blocks:
@@ -199,6 +202,18 @@ def eval_scenarios(
         raise ConfigError(f"no scenario matched {select!r}")
     if not all(r.passed for r in results):
         raise typer.Exit(1)
+
+
+async def _answered_by_nobody(runtime: Runtime, message_id: int) -> bool:
+    """The message was consumed without an agent turn: AI is off for this thread (a hand-off)."""
+    from frontdesk.platform.store.schema import Conversation, Message
+
+    async with runtime.db.read() as session:
+        row = await session.get(Message, message_id)
+        conversation = await session.get(Conversation, row.conversation_id) if row else None
+    return bool(
+        row and row.processed_at is not None and row.turn_id is None and conversation and not conversation.ai_enabled
+    )
 
 
 def _read_line() -> str | None:
