@@ -96,5 +96,24 @@ class Tool:
         return ToolDefinition(
             name=self.name,
             description=self.description,
-            parameters_json_schema=self.input_model.model_json_schema(),
+            parameters_json_schema=compact_schema(self.input_model.model_json_schema()),
         )
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema without what only costs tokens: pydantic's generated ``title`` of every
+    object and field (property names already say it). A property that is *called* ``title`` is
+    kept."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            compact[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            compact[key] = compact_schema(value)
+    return compact

@@ -7,6 +7,7 @@ import copy
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ToolDefinition
 
+from frontdesk.capabilities.tools import compact_schema
 from frontdesk.output.blocks import MAX_BLOCKS, Block
 from frontdesk.verification.claims import Claim
 
@@ -23,7 +24,7 @@ class TerminalPayload(BaseModel):
     claims: list[Claim] = Field(default_factory=list, max_length=MAX_CLAIMS)
 
 
-_SCHEMA = TerminalPayload.model_json_schema()
+_SCHEMA = compact_schema(TerminalPayload.model_json_schema())
 
 
 def reply_tool_definition() -> ToolDefinition:
