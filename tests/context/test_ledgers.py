@@ -43,6 +43,8 @@ def action_names(state: WorkingState) -> list[str]:
 
 
 def proves_the_capture(state: WorkingState) -> bool:
+    """The gate accepts "saved" for follow-up fu-1 (still open) on this state."""
+    state.open_references = frozenset({"fu-1"})
     return verify(ReplyContent("Your request is saved."), [LeadCaptured(follow_up_id="fu-1")], state).accepted
 
 

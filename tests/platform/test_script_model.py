@@ -736,13 +736,13 @@ async def test_a_result_placeholder_never_borrows_an_earlier_turn_after_a_refuse
 
 
 async def test_a_result_placeholder_reads_an_earlier_turn_from_the_tool_ledger() -> None:
-    model = script_client({"steps": [{"reply": "Your request {result:capture_lead.follow_up_id} is saved."}]})
+    model = script_client({"steps": [{"reply": "Your request number: {result:capture_lead.follow_up_id}."}]})
     ledger = 'capture_lead: {"follow_up_id":"task_earlier","service":"Flyers"}'
     history = [ModelRequest(parts=[SystemPromptPart(f"# Tool ledger\n{ledger}"), UserPromptPart("is it saved?")])]
 
     result = await run_generation(model, history, [], CONTEXT)
 
-    assert result.blocks[0].text == "Your request task_earlier is saved."
+    assert result.blocks[0].text == "Your request number: task_earlier."
 
 
 async def test_a_customer_typing_a_placeholder_gets_it_back_verbatim() -> None:

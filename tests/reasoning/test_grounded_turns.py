@@ -158,7 +158,7 @@ async def test_false_claim_twice_ships_the_english_fallback_and_records_both_rej
     ]
     for rejection in (first, second):
         assert rejection.claims == [{"type": "lead_captured", "follow_up_id": None}]
-        assert [f["rule"] for f in rejection.failures] == ["lead_captured"]
+        assert "lead_captured" in [f["rule"] for f in rejection.failures]
         assert rejection.failures[0]["claim"]["type"] == "lead_captured"
 
 
@@ -170,7 +170,7 @@ async def test_honest_reply_after_the_hint_ships_and_one_rejection_is_recorded(d
     assert (trace.outcome, trace.claims) == ("replied", [])
     (rejection,) = await rejections(db)
     assert (rejection.attempt, rejection.turn_id) == (1, trace.id)
-    assert [f["rule"] for f in rejection.failures] == ["lead_captured"]
+    assert "lead_captured" in [f["rule"] for f in rejection.failures]
 
 
 async def test_spanish_question_that_fails_twice_gets_the_spanish_fallback(db):

@@ -51,13 +51,18 @@ SAVE_CUSTOMER = (
 )
 
 
-def turn(earlier=(), now=()) -> WorkingState:
+def turn(earlier=(), now=(), open_tasks=("fu-1", "task-1")) -> WorkingState:
     """This turn's state: the ledgers an earlier turn left behind (as a load would give them),
-    plus what this turn's tools did."""
+    the conversation's open tasks, plus what this turn's tools did."""
     before = WorkingState(now=T0)
     for name, result in earlier:
         before.record(name, result)
-    state = WorkingState(now=T0 + timedelta(hours=1), tool=list(before.tool), action=list(before.action))
+    state = WorkingState(
+        now=T0 + timedelta(hours=1),
+        tool=list(before.tool),
+        action=list(before.action),
+        open_references=frozenset(open_tasks),
+    )
     for name, result in now:
         state.record(name, result)
     return state
@@ -102,6 +107,19 @@ UNPROVEN = [
         id="images_shown-one-never-fetched",
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("claim", "earlier"),
+    [
+        pytest.param(LeadCaptured(), [CAPTURE], id="lead_captured-follow-up-closed"),
+        pytest.param(HandoffTriggered(), [HANDOFF], id="handoff_triggered-hand-off-closed"),
+    ],
+)
+def test_an_earlier_action_whose_task_was_closed_proves_nothing(claim, earlier):
+    verdict = verify(ReplyContent("Done!"), [claim], turn(earlier, [], open_tasks=()))
+
+    assert [f.rule for f in verdict.failures] == [claim.type]
 
 
 def test_the_tables_cover_every_claim_type():

@@ -28,6 +28,8 @@ class ToolEvidence:
 
     ``references``: ids of entities the call returned (citable by reference claims).
     ``prices``: price texts of returned rows (the price companion rule's sources).
+    ``prices_by_reference``: the same price texts keyed by the entity they belong to, so a reply
+    that declares which entities it presents may quote only their prices.
     ``photos``: photo id -> URL of photos returned (the image companion rule's sources).
     ``facts``: named blocks of information loaded, e.g. ``business_info``.
     ``events``: side effects that really happened, as (event, reference) pairs.
@@ -35,6 +37,7 @@ class ToolEvidence:
 
     references: frozenset[str] = frozenset()
     prices: tuple[str, ...] = ()
+    prices_by_reference: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     photos: Mapping[str, str] = field(default_factory=dict)
     facts: frozenset[str] = frozenset()
     events: tuple[tuple[str, str | None], ...] = ()
@@ -43,6 +46,7 @@ class ToolEvidence:
         return {
             "references": sorted(self.references),
             "prices": list(self.prices),
+            "prices_by_reference": {k: list(v) for k, v in self.prices_by_reference.items()},
             "photos": dict(self.photos),
             "facts": sorted(self.facts),
             "events": [list(e) for e in self.events],
@@ -53,6 +57,9 @@ class ToolEvidence:
         return cls(
             references=frozenset(map(str, data.get("references", ()))),
             prices=tuple(map(str, data.get("prices", ()))),
+            prices_by_reference={
+                str(k): tuple(map(str, v)) for k, v in dict(data.get("prices_by_reference", {})).items()
+            },
             photos={str(k): str(v) for k, v in dict(data.get("photos", {})).items()},
             facts=frozenset(map(str, data.get("facts", ()))),
             events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),

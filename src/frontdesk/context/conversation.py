@@ -115,9 +115,14 @@ class ContextLoader:
             contact=ContactProfile(contact.name, contact.phone, contact.email, contact.notes, contact.display_name),
             open_tasks=[OpenTask(t.id, t.kind, t.priority, t.title, dict(t.details)) for t in tasks],
             episodic=EpisodicSnapshot.model_validate(snapshot.data) if snapshot else None,
-            ledgers=ledgers,
+            ledgers=_with_open_tasks(ledgers, tasks),
             assistant_replies=int(replies or 0),
             snapshot_replies_covered=snapshot.replies_covered if snapshot else 0,
             snapshot_updated_at=snapshot.updated_at if snapshot else None,
             last_language=(last_route or {}).get("language"),
         )
+
+
+def _with_open_tasks(state: WorkingState, tasks: list[Task]) -> WorkingState:
+    state.open_references = frozenset(t.id for t in tasks)
+    return state

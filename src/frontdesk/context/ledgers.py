@@ -76,6 +76,9 @@ class WorkingState:
     action: list[Entry] = field(default_factory=list)
     added: list[Entry] = field(default_factory=list)
     turn_evidence: list[ToolEvidence] = field(default_factory=list)
+    # Ids of the conversation's open tasks: an earlier action proves a claim only while its
+    # follow-up or hand-off is still open.
+    open_references: frozenset[str] = frozenset()
 
     def record(self, tool_name: str, result: ToolResult) -> None:
         """After a tool step: keep its evidence for this turn and update both windows."""

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.context.ledgers import WorkingState
+from frontdesk.verification.assertions import EVENTS_FOR, asserted_actions
 from frontdesk.verification.claims import (
     BusinessInfoStated,
     Claim,
@@ -25,7 +27,7 @@ from frontdesk.verification.claims import (
     LeadCaptured,
     ServicePresented,
 )
-from frontdesk.verification.money import money_amounts
+from frontdesk.verification.money import money_values
 
 _IMAGE_URL = re.compile(r"https?://\S+?\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
 
@@ -72,18 +74,37 @@ class Verdict:
 
 def verify(reply: ReplyContent, claims: Sequence[Claim], state: WorkingState) -> Verdict:
     failures = [f for claim in claims if (f := _check_claim(claim, state)) is not None]
-    failures.extend(companion_failures(reply, state))
+    failures.extend(companion_failures(reply, state, claims))
     return Verdict(tuple(failures))
 
 
-def companion_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
+def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim] = ()) -> list[Failure]:
     """The rules that hold whether or not the model declared anything (salvaged prose too)."""
-    return [*_price_failures(reply, state), *_image_failures(reply, state)]
+    return [*_price_failures(reply, state, claims), *_image_failures(reply, state), *_action_failures(reply, state)]
+
+
+def _proven_events(state: WorkingState) -> set[tuple[str, str | None]]:
+    """This turn's events, and earlier ones whose task is still open (a cancelled follow-up or a
+    closed hand-off proves nothing any more)."""
+    earlier = {(event, ref) for event, ref in state.recent_events() if ref is None or ref in state.open_references}
+    return state.turn_events() | earlier
+
+
+def _action_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
+    happened = {event for event, _ in _proven_events(state)}
+    return [
+        Failure(
+            f"undeclared {family.replace('_', ' ')}",
+            f"the reply says {words!r}, but no such action happened; do it with its tool first, or do not say it",
+        )
+        for family, words in asserted_actions(reply.text)
+        if not happened & EVENTS_FOR[family]
+    ]
 
 
 def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
     turn_events = state.turn_events()
-    recent_events = state.recent_events()
+    recent_events = _proven_events(state) - turn_events
     described = claim.model_dump()
 
     def fail(reason: str) -> Failure:
@@ -91,6 +112,8 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
 
     if isinstance(claim, LeadCaptured):
         captured = {ref for event, ref in turn_events | recent_events if event == "lead_captured"}
+        if not captured and any(event == "lead_captured" for event, _ in state.recent_events()):
+            return fail("the follow-up of the earlier capture is closed: nothing is saved now")
         if not captured:
             return fail("no lead was captured: capture_lead did not run successfully")
         if claim.follow_up_id is not None and claim.follow_up_id not in captured:
@@ -98,6 +121,8 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
         return None
     if isinstance(claim, HandoffTriggered):
         if not any(event == "handoff_triggered" for event, _ in turn_events | recent_events):
+            if any(event == "handoff_triggered" for event, _ in state.recent_events()):
+                return fail("the earlier hand-off is closed: no person is taking over now")
             return fail("no hand-off happened: refer_to_human did not run successfully")
         return None
     if isinstance(claim, ServicePresented):
@@ -127,28 +152,56 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
     return fail("unknown claim type")  # pragma: no cover - the union is closed
 
 
-def _price_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
-    fetched: set[Decimal] = set()
-    for evidence in (*state.turn_evidence, *state.earlier_evidence()):
-        for price_text in evidence.prices:
-            fetched.update(value for _, value in money_amounts(price_text))
+def _price_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim]) -> list[Failure]:
+    evidence = (*state.turn_evidence, *state.earlier_evidence())
+    fetched = {(m.value, m.currency) for e in evidence for text in e.prices for m in money_values(text)}
+    # A reply that declares which services it presents may quote only their prices: "$70" is a
+    # real price of business cards, not of wedding invitations.
+    declared = [c.service_id for c in claims if isinstance(c, ServicePresented)]
+    by_service: dict[str, set[tuple[Decimal, str | None]]] = {}
+    for e in evidence:
+        for ref, texts in e.prices_by_reference.items():
+            by_service.setdefault(ref, set()).update((m.value, m.currency) for t in texts for m in money_values(t))
+    # Bound when every declared service was really returned (a made-up id fails its own claim);
+    # a service quoted on request has no price at all.
+    known = _references(state)
+    bound = bool(declared) and all(ref in known for ref in declared)
+    allowed = set().union(*(by_service.get(ref, set()) for ref in declared)) if bound else fetched
     failures: list[Failure] = []
-    for written, value in money_amounts(reply.text):
-        if value not in fetched:
-            failures.append(
-                Failure("price", f"the price {written} does not match any price a tool returned; never invent prices")
+    for money in money_values(reply.text):
+        if any(money.value == value and money.currency in (None, currency) for value, currency in allowed):
+            continue
+        if bound and any(money.value == value for value, _ in fetched):
+            reason = (
+                f"the price {money.written} is not a price of the services the reply presents "
+                f"({_list(declared)}); quote each service's own price and declare it (a service "
+                "quoted on request has no price)"
             )
+        else:
+            reason = f"the price {money.written} does not match any price a tool returned; never invent prices"
+        failures.append(Failure("price", reason))
     return failures
 
 
 def _image_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
-    allowed = set(_turn_photos(state).values())
+    allowed = {_normal_url(u) for u in _turn_photos(state).values()}
     urls = [*reply.image_urls, *_IMAGE_URL.findall(reply.text)]
     return [
         Failure("image", f"the image {url} is not a photo fetched this turn; show only photos a tool returned")
         for url in dict.fromkeys(urls)
-        if url not in allowed
+        if _normal_url(url) not in allowed
     ]
+
+
+def _normal_url(url: str) -> str:
+    """Scheme and host are case-insensitive and a default port is no port: the reply's URLs went
+    through URL validation, the tool's did not."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
 
 def _references(state: WorkingState) -> set[str]:

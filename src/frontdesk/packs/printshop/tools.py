@@ -139,8 +139,13 @@ def _row(service: Service) -> dict[str, Any]:
     }
 
 
-def _prices(services: list[Service]) -> tuple[str, ...]:
-    return tuple(s.price_text for s in services if s.price_is_set)
+def _price_evidence(services: list[Service]) -> ToolEvidence:
+    priced = [s for s in services if s.price_is_set]  # "quoted on request" proves no price
+    return ToolEvidence(
+        references=frozenset(s.id for s in services),
+        prices=tuple(s.price_text for s in priced),
+        prices_by_reference={s.id: (s.price_text,) for s in priced},
+    )
 
 
 def build_tools(deps: PackDeps) -> list[Tool]:
@@ -153,7 +158,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         found = search(args.query, args.category)
         return ToolResult(
             output={"results": [_row(s) for s in found], "count": len(found)},
-            evidence=ToolEvidence(references=frozenset(s.id for s in found), prices=_prices(found)),
+            evidence=_price_evidence(found),
             summary={"query": args.query, "found": [{"id": s.id, "name": s.name} for s in found]},
             state_key="search",
         )
@@ -169,7 +174,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         output = {**_row(service), "description": service.description, "photo_count": len(service.photos)}
         return ToolResult(
             output=output,
-            evidence=ToolEvidence(references=frozenset({service.id}), prices=_prices([service])),
+            evidence=_price_evidence([service]),
             summary={
                 "service_id": service.id,
                 "name": service.name,
