@@ -753,3 +753,24 @@ async def test_a_customer_typing_a_placeholder_gets_it_back_verbatim() -> None:
     )
 
     assert result.blocks[0].text == "You wrote: {result:reply.x} {match:y}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm a real estate agent, how much are business cards?",
+        "staff party t-shirts, how much?",
+        "can I talk to a manager?",
+        "quiero hablar con un asesor",
+        "cho tôi gặp nhân viên",
+        "my order arrived damaged",
+    ],
+)
+async def test_demo_hand_off_rules_follow_the_router_so_nothing_ends_in_the_fallback(
+    demo: ModelClient, printshop: AgentPack, text: str
+) -> None:
+    """The demo's hand-off rules use the router's own lexicon: a rule that called refer_to_human on
+    a message the router does not route to a person would be refused and end in the fallback."""
+    result = await ask(demo, printshop, text)
+
+    assert result.outcome == Outcome.REPLIED, result.detail

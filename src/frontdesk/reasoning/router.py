@@ -20,13 +20,38 @@ from frontdesk.capabilities.policy import RoutingDecision
 
 _PHONE = re.compile(r"(?<![\d$])\+?\d[\d\s().-]{5,}\d(?![\d])")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
-_VIETNAMESE = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
-_SPANISH = re.compile(
-    r"[¿¡ñ]|\b(?:hola|gracias|quiero|quisiera|necesito|cuánto|cuanto|cuesta|precio|tienen|para|por favor|qué|"
-    r"buenas|me llamo|soy|mi número|mi numero|número|teléfono|telefono|correo|pedido)\b",
+# Letters only Vietnamese uses (not the â/ê/ô French and Portuguese share), and Spanish cues.
+_VIETNAMESE = re.compile(r"[ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
+# Phrases that are Spanish on their own, and small words that count only in pairs.
+_SPANISH_PHRASES = re.compile(
+    r"\b(?:hola|gracias|quiero|quisiera|necesito|cuánto|cuanto|cuesta|cuestan|precio|por favor|buenas|buenos días|"
+    r"me llamo|mi número|mi numero|número|teléfono|telefono|correo|pedido|tarjetas|puedo|dónde|cuándo|también)\b",
+    re.IGNORECASE,
+)
+_SPANISH_WORDS = re.compile(
+    r"\b(?:para|soy|los|las|una|unos|está|están|hacen|qué|quién|pero|con|del|tienen|mi)\b", re.IGNORECASE
+)
+_SPANISH_MARKS = re.compile(r"[¿¡]")
+_ENGLISH_WORDS = re.compile(
+    r"\b(?:the|is|are|how|what|when|where|do|does|you|your|please|much|can|i|i'm|my|and|for|of|to|it|hi|hello|"
+    r"thanks|want|need|would|like)\b",
     re.IGNORECASE,
 )
 LANGUAGES = ("en", "es", "vi")
+
+
+def _is_phone(candidate: str) -> bool:
+    """At least 7 digits, and not a quantity range such as "500-1000"."""
+    if sum(c.isdigit() for c in candidate) < 7:
+        return False
+    return not re.fullmatch(r"\d{1,5}\s?[-\u2013]\s?\d{1,5}", candidate.strip())
+
+
+def _two_or_more(words: list[str]) -> int:
+    """Distinct cue words, counted only from two on: one Spanish-looking word ("soy sauce",
+    "para-legal") is no evidence."""
+    distinct = {w.lower() for w in words}
+    return len(distinct) if len(distinct) >= 2 else 0
 
 
 @dataclass(frozen=True)
@@ -62,21 +87,30 @@ class Router:
                 if any(p.search(words) for p in patterns):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
-        if _PHONE.search(text) or _EMAIL.search(text):
+        if any(_is_phone(m.group(0)) for m in _PHONE.finditer(text)) or _EMAIL.search(text):
             hits.add("contact_info")
         if self._items is not None and self._items.search(text):
             hits.add("item_mentioned")
         return hits, per_language
 
     def language(self, text: str, per_language: Mapping[str, int], preferred: str | None) -> str:
-        if _VIETNAMESE.search(text):
-            return "vi"
-        if _SPANISH.search(text):
-            return "es"
-        best = max(per_language.items(), key=lambda kv: (kv[1], kv[0] == "en"), default=None)
-        if best is not None and best[1] > 0:
-            return best[0]
-        return preferred if preferred in LANGUAGES else "en"
+        """Weighted evidence, so one borrowed word ("soy-based ink", "José Peña", "crêpe") does not
+        switch the reply's language; with no evidence, the conversation's language so far."""
+        scores = {
+            "vi": 3 * min(len(_VIETNAMESE.findall(text)), 3) + per_language.get("vi", 0),
+            "es": 3 * len(_SPANISH_MARKS.findall(text))
+            + 2 * len({m.lower() for m in _SPANISH_PHRASES.findall(text)})
+            + _two_or_more(_SPANISH_WORDS.findall(text))
+            + per_language.get("es", 0),
+            "en": len(set(m.lower() for m in _ENGLISH_WORDS.findall(text))) + per_language.get("en", 0),
+        }
+        best = max(scores.values())
+        if best == 0:
+            return preferred if preferred in LANGUAGES else "en"
+        leaders = [lang for lang, score in scores.items() if score == best]
+        if len(leaders) == 1:
+            return leaders[0]
+        return preferred if preferred in leaders else ("en" if "en" in leaders else leaders[0])
 
     def route(self, text: str, state: RouterState) -> RoutingDecision:
         hits, per_language = self.signals(text)
@@ -92,10 +126,11 @@ class Router:
 
         info = {"business"} if "business_info" in hits else set()
         asks = hits & {"browse", "detail", "business_info", "item_mentioned"}
+        # A person may be wanted mid-order: the catalog and the customer's details stay reachable.
         if "human" in hits:
-            return decide("human_request", {"handoff", *info}, 0.95)
+            return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.95)
         if "complaint" in hits:
-            return decide("human_request", {"handoff", "catalog", *info}, 0.75)
+            return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.75)
         # With a request already saved, a new order (or a named item with contact details) may
         # save another one; anything else changes the saved request.
         another = {"leads"} if hits & {"order"} or (hits & {"contact_info"} and "item_mentioned" in hits) else set()
