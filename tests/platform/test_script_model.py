@@ -766,11 +766,13 @@ async def test_a_customer_typing_a_placeholder_gets_it_back_verbatim() -> None:
         "my order arrived damaged",
     ],
 )
-async def test_demo_hand_off_rules_follow_the_router_so_nothing_ends_in_the_fallback(
-    demo: ModelClient, printshop: AgentPack, text: str
-) -> None:
+async def test_demo_hand_off_rules_follow_the_router(demo: ModelClient, printshop: AgentPack, text: str) -> None:
     """The demo's hand-off rules use the router's own lexicon: a rule that called refer_to_human on
-    a message the router does not route to a person would be refused and end in the fallback."""
+    a message the router does not send to a person would be refused and end in the fallback.
+    (Without a store the hand-off itself cannot run here; the pipeline tests above run it.)"""
     result = await ask(demo, printshop, text)
 
-    assert result.outcome == Outcome.REPLIED, result.detail
+    refused = [c["name"] for c in result.tool_calls if c.get("error") == "not offered this turn"]
+    assert refused == []
+    if not any(c["name"] == "refer_to_human" for c in result.tool_calls):
+        assert result.outcome == Outcome.REPLIED, result.detail
