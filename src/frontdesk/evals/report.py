@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from frontdesk.evals.runner import ScenarioResult
@@ -14,11 +15,14 @@ from frontdesk.evals.runner import ScenarioResult
 
 def show_progress(console: Console, result: ScenarioResult, index: int, total: int) -> None:
     mark = "[green]✓[/green]" if result.passed else "[red]✗[/red]"
-    console.print(f"{mark} [{index}/{total}] {result.name} [dim]({result.seconds:.1f} s, {result.checks} checks)[/dim]")
+    console.print(
+        f"{mark} \\[{index}/{total}] {escape(result.name)} [dim]({result.seconds:.1f} s, {result.checks} checks)[/dim]"
+    )
+    # Failure texts quote replies and file contents: never read them as markup.
     if result.error:
-        console.print(f"    [red]error:[/red] {result.error}", markup=True, highlight=False)
+        console.print("    error: " + result.error, markup=False, highlight=False, style="red")
     for failure in result.failures:
-        console.print(f"    [red]•[/red] {failure}", highlight=False)
+        console.print("    • " + failure, markup=False, highlight=False)
 
 
 def show_summary(console: Console, results: Sequence[ScenarioResult]) -> None:
@@ -30,7 +34,7 @@ def show_summary(console: Console, results: Sequence[ScenarioResult]) -> None:
     table.add_column("result")
     for r in results:
         verdict = "[green]pass[/green]" if r.passed else ("[red]error[/red]" if r.error else "[red]fail[/red]")
-        table.add_row(r.name, str(r.turns), str(r.checks), f"{r.seconds:.1f} s", verdict)
+        table.add_row(escape(r.name), str(r.turns), str(r.checks), f"{r.seconds:.1f} s", verdict)
     console.print(table)
     failed = sum(not r.passed for r in results)
     checks = sum(r.checks for r in results)

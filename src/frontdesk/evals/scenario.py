@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from frontdesk.context.identity import IdentityPolicy
 from frontdesk.errors import ConfigError
 from frontdesk.verification.claims import CLAIM_TYPES
 
@@ -80,11 +81,25 @@ class Scenario(_Strict):
     tags: list[str] = Field(default_factory=list)
     pack: str = "printshop"
     channel: Literal["webchat", "terminal"] = "webchat"
-    language: str | None = None
     model: ModelChoice
     policy: dict[str, Any] = Field(default_factory=dict)
     turns: list[ScenarioTurn] = Field(min_length=1)
     path: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("pack")
+    @classmethod
+    def _known_pack(cls, value: str) -> str:
+        from frontdesk.packs import PACKS
+
+        if value not in PACKS:
+            raise ValueError(f"unknown pack {value!r} (known: {', '.join(PACKS)})")
+        return value
+
+    @field_validator("policy")
+    @classmethod
+    def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
+        IdentityPolicy.model_validate(value)  # the operator's fields: a typo is an error, not ignored
+        return value
 
 
 def load_scenario(path: Path) -> Scenario:

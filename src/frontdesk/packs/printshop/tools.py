@@ -266,10 +266,17 @@ def build_tools(deps: PackDeps) -> list[Tool]:
                     task_id=task.id,
                     dedupe_key=f"lead:{task.id}",
                 )
+        saved_quantity = task.details.get("quantity")
+        output: dict[str, Any] = {"follow_up_id": task.id, "service": service.name, "status": "saved", "new": created}
+        if not created:
+            output["note"] = (
+                f"This request was already saved (quantity {saved_quantity}); nothing changed. "
+                "Use update_follow_up to change it."
+            )
         return ToolResult(
-            output={"follow_up_id": task.id, "service": service.name, "status": "saved", "new": created},
+            output=output,
             evidence=ToolEvidence(references=frozenset({service.id}), events=(("lead_captured", task.id),)),
-            summary={"follow_up_id": task.id, "service": service.name, "quantity": args.quantity},
+            summary={"follow_up_id": task.id, "service": service.name, "quantity": saved_quantity},
             state_key=f"lead:{task.id}",
         )
 
