@@ -12,6 +12,8 @@ from typing import Any
 from pydantic_ai import ModelRequest, SystemPromptPart, ToolCallPart, ToolDefinition, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from frontdesk.context.episodic import CAPS, MAX_SERVICE_NAMES, EpisodicSnapshot
 from frontdesk.platform.clock import Clock
@@ -83,18 +85,19 @@ class EpisodicSummarizer:
         snapshot = snapshot.model_copy(update={"turn_count": replies})
         now = self._clock.now()
         async with self._db.transaction() as session:
-            row = await session.get(SnapshotRow, conversation_id)
-            if row is None:
-                session.add(
-                    SnapshotRow(
-                        conversation_id=conversation_id,
-                        data=snapshot.model_dump(),
-                        replies_covered=replies,
-                        updated_at=now,
-                    )
+            # Two refreshes may race (two instances): one upsert, and an older summary never
+            # overwrites a newer one.
+            insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+            statement = insert(SnapshotRow).values(
+                conversation_id=conversation_id, data=snapshot.model_dump(), replies_covered=replies, updated_at=now
+            )
+            await session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[SnapshotRow.conversation_id],
+                    set_={"data": statement.excluded.data, "replies_covered": replies, "updated_at": now},
+                    where=SnapshotRow.replies_covered <= replies,
                 )
-            else:
-                row.data, row.replies_covered, row.updated_at = snapshot.model_dump(), replies, now
+            )
         return snapshot
 
 
