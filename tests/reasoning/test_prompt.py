@@ -55,7 +55,7 @@ def test_the_tail_shows_the_clock_in_the_business_time_zone():
     assert "Local time at the business: Tuesday 2026-06-30 22:30 (America/New_York)" in tail(ContactProfile(), JULY)
 
 
-def test_build_prompt_puts_the_static_prefix_first_and_the_tail_right_after_it():
+def test_build_prompt_puts_the_static_prefix_first_and_the_tail_after_the_history():
     at = MARCH
     history = (TurnMessage(1, "user", "text", "hi", at), TurnMessage(2, "assistant", "text", "Hello!", at))
     turn = Turn("demo", PACK.business_name, "conv-1", (TurnMessage(3, "user", "text", "cards?", at),), history)
@@ -64,9 +64,12 @@ def test_build_prompt_puts_the_static_prefix_first_and_the_tail_right_after_it()
     messages = build_prompt(turn, prefix(), prefix_hash(prefix()), the_tail, []).messages
 
     system = [(i, p.content) for i, m in enumerate(messages) for p in m.parts if isinstance(p, SystemPromptPart)]
-    assert system == [(0, prefix()), (0, the_tail)]
-    assert len(messages[0].parts) == 2
+    # Prefix, then the history unchanged, then the tail with the new messages: everything before
+    # the tail is the same bytes next turn (prompt cache).
+    assert system == [(0, prefix()), (3, the_tail)]
+    assert len(messages[0].parts) == 1
     assert [type(m).__name__ for m in messages] == ["ModelRequest", "ModelRequest", "ModelResponse", "ModelRequest"]
+    assert [type(p).__name__ for p in messages[-1].parts] == ["SystemPromptPart", "UserPromptPart"]
 
 
 class ManualClock:
@@ -90,9 +93,12 @@ class RecordingModel:
         self.system_parts: list[list[str]] = []
 
     async def request(self, messages, params):
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        self.system_parts.append([p.content for p in first.parts if isinstance(p, SystemPromptPart)])
+        parts = [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts]
+        system = [
+            p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, SystemPromptPart)
+        ]
+        assert parts[0] == system[0].content  # the static prefix comes first
+        self.system_parts.append([system[0].content, system[-1].content])
         return await self._script.request(messages, params)
 
 

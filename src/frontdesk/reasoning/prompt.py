@@ -1,4 +1,5 @@
-"""Prompt assembly: the static prefix first (cacheable, hash-tracked), the dynamic tail after.
+"""Prompt assembly: the static prefix first (cacheable, hash-tracked), then the history, then the
+dynamic tail with the new customer messages.
 
 The prefix is identity & policy plus the playbooks (``context.identity.static_prefix``); it holds
 nothing that changes per turn, so its hash stays the same until an operator edits policy. The
@@ -71,8 +72,10 @@ def dynamic_tail(
 def build_prompt(
     turn: Turn, prefix: str, prefix_hash: str, tail: str, tool_definitions: Sequence[ToolDefinition]
 ) -> Prompt:
-    """System parts (prefix, then tail), the stored history, then the batch as one customer message."""
-    messages: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(prefix), SystemPromptPart(tail)])]
+    """The static prefix, the stored history, then the dynamic tail and the batch as one customer
+    message. The tail goes last so that the prefix *and* the history before it stay byte-identical
+    from one turn to the next, which is what a provider's prompt cache reuses."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(prefix)])]
     history_chars = 0
     for message in turn.history:
         history_chars += len(message.text)
@@ -81,7 +84,7 @@ def build_prompt(
         else:
             messages.append(ModelRequest(parts=[UserPromptPart(message.text)]))
     batch = "\n".join(m.text for m in turn.batch)
-    messages.append(ModelRequest(parts=[UserPromptPart(batch)]))
+    messages.append(ModelRequest(parts=[SystemPromptPart(tail), UserPromptPart(batch)]))
     tools_chars = len(json.dumps([t.parameters_json_schema for t in tool_definitions], ensure_ascii=False))
     tools_chars += sum(len(t.name) + len(t.description or "") for t in tool_definitions)
     size = {
