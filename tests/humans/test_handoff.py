@@ -128,3 +128,31 @@ async def test_later_message_in_a_handed_off_thread_is_stored_but_not_answered(d
     assert await texts_in(db, conv["alice"]) == [COURTESY]
     assert await count(db, TurnTrace) == 1
     assert not await ai_enabled(db, conv["alice"])
+
+
+async def test_a_hand_off_whose_turn_never_committed_still_gets_the_courtesy_reply(db):
+    """The hand-off commits inside its tool; if the turn's own reply is then lost (a crash, a lost
+    lease), the next run must not swallow the customer's message in silence."""
+    from frontdesk.humans import hand_off
+    from frontdesk.packs.printshop import FALLBACK_TEXTS
+
+    runtime, accounts = await make_runtime(db, handoff_script())
+    ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, ASK_FOR_A_PERSON))
+    async with db.transaction() as session:  # what refer_to_human committed before the crash
+        await hand_off(
+            session,
+            tenant_id=accounts.tenant_id,
+            conversation_id=ingested.conversation_id,
+            reason=REASON,
+            run_key="crashed-run",
+            now=runtime.clock.now(),
+        )
+
+    await runtime.assembler.process(ingested.conversation_id, "restarted-worker")
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "hello? anyone?"))
+    await runtime.assembler.process(ingested.conversation_id, "restarted-worker")
+
+    assert [message_text(m) for m in await replies(db)] == [FALLBACK_TEXTS["en"]]  # one courtesy reply, then silence
+    assert await count(db, Message, Message.role == "user", Message.processed_at.is_(None)) == 0
+    [trace] = await traces(db)
+    assert trace.detail == "courtesy reply after a hand-off"

@@ -28,7 +28,7 @@ from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
 from frontdesk.platform.store.engine import Database, rows_affected
-from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Tenant, TurnTrace
+from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Task, Tenant, TurnTrace
 from frontdesk.reasoning.agent import Agent, AgentRun
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn, TurnMessage
@@ -126,6 +126,10 @@ class TurnAssembler:
         if thread is None:
             return None
         if not thread.conversation.ai_enabled:
+            if await self._handed_off_while_answering(conversation_id, rows[0]):
+                # The hand-off committed but the turn's reply did not (a crash, a lost lease):
+                # these rows still get the courtesy reply, never silence.
+                return thread, rows, {"courtesy_after_handoff": True}
             await self._mark_seen_without_reply(conversation_id)
             return None
         timing = self._timing
@@ -180,6 +184,20 @@ class TurnAssembler:
             )
             return list(rows)
 
+    async def _handed_off_while_answering(self, conversation_id: str, oldest: Message) -> bool:
+        async with self._db.read() as session:
+            found = await session.scalar(
+                select(Task.id)
+                .where(
+                    Task.conversation_id == conversation_id,
+                    Task.kind == "handoff",
+                    Task.status == "open",
+                    Task.created_at >= oldest.created_at,
+                )
+                .limit(1)
+            )
+        return found is not None
+
     async def _mark_seen_without_reply(self, conversation_id: str) -> None:
         """A human has this thread: customer rows are consumed without an agent turn."""
         async with self._db.transaction() as session:
@@ -225,7 +243,10 @@ class TurnAssembler:
         model_name: str | None = None
         try:
             model_name = self._agent.model_name
-            run = await self._agent.generate(turn)
+            if waits.get("courtesy_after_handoff"):
+                run = await self._agent.courtesy_after_handoff(turn)
+            else:
+                run = await self._agent.generate(turn)
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
             failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])

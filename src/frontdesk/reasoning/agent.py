@@ -21,11 +21,12 @@ from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.errors import ConfigError
+from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.schema import ClaimRejection
-from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, run_generation
+from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import Router, RouterState
 from frontdesk.reasoning.terminal import reply_tool_definition
@@ -127,6 +128,16 @@ class Agent:
         return AgentRun(
             result, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due
         )
+
+    async def courtesy_after_handoff(self, turn: Turn) -> AgentRun:
+        """The reply for messages whose turn handed the thread to a person but never committed its
+        own reply: the pack's hold message, in the conversation's language, without a model."""
+        context = await self._loader.load(turn.conversation_id, self._clock.now())
+        pack = self.pack(context.pack)
+        language = context.language_so_far or "en"
+        text = pack.fallback_texts.get(language, FALLBACK_TEXT)
+        result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="courtesy reply after a hand-off")
+        return AgentRun(result, route={"intent": "handed_off", "language": language})
 
     async def persist(self, session: AsyncSession, run: AgentRun, conversation_id: str, turn_id: int) -> None:
         """Inside the turn's fenced transaction: ledgers, claim rejections, a due memory refresh."""
