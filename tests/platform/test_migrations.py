@@ -15,6 +15,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
+from conftest import BACKENDS
 from frontdesk.demo import seed_demo
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import SQLITE_BUSY_TIMEOUT_MS, Database
@@ -185,3 +186,49 @@ async def test_sqlite_rejects_a_message_for_an_unknown_conversation(tmp_path: Pa
                 session.add(_message("no-such-account", "no-such-conversation", "m1"))
     finally:
         await db.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+async def empty_database(request: pytest.FixtureRequest, tmp_path: Path):
+    """A database with no schema at all, on each backend (PostgreSQL: a throwaway database)."""
+    import os
+    import uuid
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    if request.param == "sqlite":
+        db = Database.from_url(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+        yield db
+        await db.dispose()
+        return
+    base = os.environ["FRONTDESK_TEST_POSTGRES_URL"]
+    name = f"frontdesk_upgrade_{uuid.uuid4().hex[:10]}"
+    admin = make_url(base).set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await asyncpg.connect(admin)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    db = Database.from_url(make_url(base).set(database=name).render_as_string(hide_password=False))
+    yield db
+    await db.dispose()
+    conn = await asyncpg.connect(admin)
+    await conn.execute(f'DROP DATABASE "{name}"')
+    await conn.close()
+
+
+async def test_a_database_with_data_from_the_first_release_upgrades_and_keeps_serving(empty_database: Database):
+    db = empty_database
+    await upgrade(db, "0001")
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'Old Shop', :now)"), {"now": NOW}
+        )
+
+    await upgrade(db)
+
+    assert await current_revision(db) == head_revision()
+    assert await schema_diff(db) == []
+    async with db.engine.connect() as conn:
+        pack, policy = (await conn.execute(text("SELECT pack, policy FROM tenants WHERE id = 't1'"))).one()
+    assert pack == "printshop"
+    assert policy in ({}, "{}")
