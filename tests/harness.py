@@ -57,6 +57,22 @@ def message(account: str, text: str, *, session: str = "s1", msg_id: str | None 
     )
 
 
+async def converse(db: Database, script: dict[str, Any], *turns: tuple[str, str], **settings: Any) -> dict[str, str]:
+    """Each (session, text) is one web-chat turn, run to the end before the next, with the job
+    runner going. Returns session -> conversation id."""
+    runtime, accounts = await make_runtime(db, script, **settings)
+    conversations: dict[str, str] = {}
+    runtime.runner.start()
+    try:
+        for session, text in turns:
+            ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=session))
+            conversations[session] = ingested.conversation_id
+            await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+    return conversations
+
+
 async def count(db: Database, model: Any, *where: Any) -> int:
     async with db.transaction() as session:
         return int(await session.scalar(select(func.count()).select_from(model).where(*where)) or 0)

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from frontdesk.ingestion.assembler import message_text
 from frontdesk.platform.store.schema import Conversation, Message, Notification, Task, TurnTrace
-from harness import count, make_runtime, message, receipts, replies, reply, traces, wait_idle
+from harness import converse, count, make_runtime, message, receipts, replies, reply, traces
 
 REASON = "Customer wants to talk to a person about a reprint"
 COURTESY = "Of course! A person from our team will reply to you here shortly."
@@ -26,21 +26,6 @@ def handoff_script(*calls: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def run(db, script: dict[str, Any], *messages: tuple[str, str]) -> dict[str, str]:
-    """Each (session, text) in its own turn, one after the other. Returns session -> conversation id."""
-    runtime, accounts = await make_runtime(db, script)
-    conversations: dict[str, str] = {}
-    runtime.runner.start()
-    try:
-        for session, text in messages:
-            ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=session))
-            conversations[session] = ingested.conversation_id
-            await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
-    return conversations
-
-
 async def texts_in(db, conversation_id: str) -> list[str]:
     return [message_text(m) for m in await replies(db, conversation_id)]
 
@@ -53,7 +38,7 @@ async def ai_enabled(db, conversation_id: str) -> bool:
 
 
 async def test_handoff_switches_ai_off_for_that_conversation_only(db):
-    conv = await run(
+    conv = await converse(
         db,
         handoff_script(),
         ("bob", "hello"),
@@ -66,7 +51,7 @@ async def test_handoff_switches_ai_off_for_that_conversation_only(db):
 
 
 async def test_handoff_opens_a_high_priority_task_holding_the_reason(db):
-    conv = await run(db, handoff_script(), ("alice", ASK_FOR_A_PERSON))
+    conv = await converse(db, handoff_script(), ("alice", ASK_FOR_A_PERSON))
 
     async with db.transaction() as session:
         (task,) = await session.scalars(select(Task))
@@ -84,7 +69,7 @@ async def test_handoff_opens_a_high_priority_task_holding_the_reason(db):
     ],
 )
 async def test_refer_to_human_called_twice_in_one_run_notifies_the_team_once(db, calls):
-    conv = await run(db, handoff_script(*calls), ("alice", ASK_FOR_A_PERSON))
+    conv = await converse(db, handoff_script(*calls), ("alice", ASK_FOR_A_PERSON))
 
     (trace,) = await traces(db)
     assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("refer_to_human", True)] * 2
@@ -94,7 +79,7 @@ async def test_refer_to_human_called_twice_in_one_run_notifies_the_team_once(db,
 
 
 async def test_courtesy_reply_is_delivered_with_its_handoff_claim_accepted(db):
-    conv = await run(db, handoff_script(), ("alice", ASK_FOR_A_PERSON))
+    conv = await converse(db, handoff_script(), ("alice", ASK_FOR_A_PERSON))
 
     assert await texts_in(db, conv["alice"]) == [COURTESY]
     (trace,) = await traces(db)
@@ -109,7 +94,7 @@ async def test_courtesy_reply_is_delivered_with_its_handoff_claim_accepted(db):
 
 
 async def test_later_message_in_a_handed_off_thread_is_stored_but_not_answered(db):
-    conv = await run(
+    conv = await converse(
         db,
         handoff_script(),
         ("alice", ASK_FOR_A_PERSON),

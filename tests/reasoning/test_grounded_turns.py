@@ -12,7 +12,7 @@ from frontdesk.demo import DEMO_BUSINESS
 from frontdesk.output.blocks import blocks_adapter
 from frontdesk.packs.printshop import FALLBACK_TEXTS, PACK
 from frontdesk.platform.store.schema import ClaimRejection, Contact, Notification, Task, Tenant
-from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+from harness import converse, count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
 
 PUBLIC = "http://frontdesk.test"
 PHOTO = f"{PUBLIC}/media/packs/printshop/business-cards-1.png"
@@ -27,21 +27,6 @@ def answer(text: str, *claims: dict[str, Any], images: list[str] | None = None) 
     if images:
         blocks.append({"type": "image_group", "urls": images})
     return {"reply": {"blocks": blocks, "claims": list(claims)}}
-
-
-async def converse(db, script: dict[str, Any], *turns: tuple[str, str], **settings: Any) -> dict[str, str]:
-    """Each (session, text) is one turn, run to the end before the next. Returns session -> conversation."""
-    runtime, accounts = await make_runtime(db, script, **settings)
-    conversations: dict[str, str] = {}
-    runtime.runner.start()
-    try:
-        for session, text in turns:
-            ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=session))
-            conversations[session] = ingested.conversation_id
-            await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
-    return conversations
 
 
 async def rejections(db) -> list[ClaimRejection]:
