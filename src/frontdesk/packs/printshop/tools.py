@@ -8,10 +8,10 @@ one transaction each, and report the event that really happened.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,6 +46,11 @@ def _email(value: str | None) -> str | None:
     return value.lower()
 
 
+# One definition of a contact's phone and e-mail for every tool that takes them.
+Phone = Annotated[str | None, Field(max_length=40), AfterValidator(_phone)]
+Email = Annotated[str | None, Field(max_length=200), AfterValidator(_email)]
+
+
 class SearchServicesArgs(_Args):
     query: str = Field(default="", max_length=200, description="What the customer is looking for; empty lists all")
     category: str | None = Field(default=None, description=f"Optional category: one of {', '.join(CATEGORIES)}")
@@ -66,23 +71,13 @@ class NoArgs(_Args):
 class CaptureLeadArgs(_Args):
     service: str = Field(min_length=1, max_length=200, description="The service id or name the customer wants")
     customer_name: str = Field(min_length=1, max_length=200)
-    phone: str | None = Field(default=None, max_length=40)
-    email: str | None = Field(default=None, max_length=200)
+    phone: Phone = None
+    email: Email = None
     quantity: int | None = Field(default=None, ge=1, le=1_000_000)
     details: str = Field(default="", max_length=1000, description="Size, paper, deadline... as the customer said")
     summary_for_team: str = Field(
         min_length=1, max_length=600, description="One or two sentences for the team, in the operator's language"
     )
-
-    @field_validator("phone")
-    @classmethod
-    def _phone_ok(cls, value: str | None) -> str | None:
-        return _phone(value)
-
-    @field_validator("email")
-    @classmethod
-    def _email_ok(cls, value: str | None) -> str | None:
-        return _email(value)
 
     @model_validator(mode="after")
     def _reachable(self) -> CaptureLeadArgs:
@@ -101,19 +96,9 @@ class UpdateFollowUpArgs(_Args):
 
 class UpdateCustomerInfoArgs(_Args):
     name: str | None = Field(default=None, max_length=200)
-    phone: str | None = Field(default=None, max_length=40)
-    email: str | None = Field(default=None, max_length=200)
+    phone: Phone = None
+    email: Email = None
     notes: str | None = Field(default=None, max_length=600)
-
-    @field_validator("phone")
-    @classmethod
-    def _phone_ok(cls, value: str | None) -> str | None:
-        return _phone(value)
-
-    @field_validator("email")
-    @classmethod
-    def _email_ok(cls, value: str | None) -> str | None:
-        return _email(value)
 
     @model_validator(mode="after")
     def _something(self) -> UpdateCustomerInfoArgs:
