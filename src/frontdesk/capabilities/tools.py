@@ -8,8 +8,10 @@ logged in the trace and the model is told only that the tool failed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -103,8 +105,15 @@ class Tool:
         return ToolDefinition(
             name=self.name,
             description=self.description,
-            parameters_json_schema=compact_schema(self.input_model.model_json_schema()),
+            parameters_json_schema=copy.deepcopy(_schema(self.input_model)),  # a provider may edit its copy
         )
+
+
+@cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Built once per input model: every turn asks for the definitions of its bundle."""
+    schema: dict[str, Any] = compact_schema(model.model_json_schema())
+    return schema
 
 
 def compact_schema(schema: Any) -> Any:
