@@ -102,17 +102,21 @@ def _action_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
     ]
 
 
+def _refs(events: set[tuple[str, str | None]], name: str) -> set[str | None]:
+    return {ref for event, ref in events if event == name}
+
+
 def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
     turn_events = state.turn_events()
-    recent_events = _proven_events(state) - turn_events
+    proven = _proven_events(state)
     described = claim.model_dump()
 
     def fail(reason: str) -> Failure:
         return Failure(claim.type, reason, described)
 
     if isinstance(claim, LeadCaptured):
-        captured = {ref for event, ref in turn_events | recent_events if event == "lead_captured"}
-        if not captured and any(event == "lead_captured" for event, _ in state.recent_events()):
+        captured = _refs(proven, "lead_captured")
+        if not captured and _refs(state.recent_events(), "lead_captured"):
             return fail("the follow-up of the earlier capture is closed: nothing is saved now")
         if not captured:
             return fail("no lead was captured: capture_lead did not run successfully")
@@ -120,11 +124,11 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
             return fail(f"follow-up {claim.follow_up_id!r} is not a lead that was captured")
         return None
     if isinstance(claim, HandoffTriggered):
-        if not any(event == "handoff_triggered" for event, _ in turn_events | recent_events):
-            if any(event == "handoff_triggered" for event, _ in state.recent_events()):
-                return fail("the earlier hand-off is closed: no person is taking over now")
-            return fail("no hand-off happened: refer_to_human did not run successfully")
-        return None
+        if _refs(proven, "handoff_triggered"):
+            return None
+        if _refs(state.recent_events(), "handoff_triggered"):
+            return fail("the earlier hand-off is closed: no person is taking over now")
+        return fail("no hand-off happened: refer_to_human did not run successfully")
     if isinstance(claim, ServicePresented):
         known = _references(state)
         if claim.service_id not in known:
@@ -135,12 +139,11 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
             return fail("business information was not loaded: call get_business_info first")
         return None
     if isinstance(claim, FollowUpUpdated):
-        updated = {ref for event, ref in turn_events if event == "follow_up_updated"}
-        if claim.follow_up_id not in updated:
+        if claim.follow_up_id not in _refs(turn_events, "follow_up_updated"):
             return fail(f"follow-up {claim.follow_up_id!r} was not updated this turn")
         return None
     if isinstance(claim, CustomerInfoUpdated):
-        if not any(event == "customer_info_updated" for event, _ in turn_events):
+        if not _refs(turn_events, "customer_info_updated"):
             return fail("the customer's details were not saved this turn")
         return None
     if isinstance(claim, ImagesShown):
