@@ -1,25 +1,20 @@
 """Output: the reply contract, staging replies with receipts, delivering through renderers."""
 
 from frontdesk.output.blocks import Block, ImageGroupBlock, ReplyPayload, TextBlock, text_blocks
-from frontdesk.output.delivery import (
-    Deliverer,
-    DeliveryTarget,
-    Renderer,
-    RenderResult,
-    StagedReply,
-    stage_reply,
-)
+from frontdesk.output.delivery import Deliverer, StagedReply
+from frontdesk.output.rendering import DeliveryTarget, PlannedPart, Renderer, SentPart, split_text
 
 __all__ = [
     "Block",
     "Deliverer",
     "DeliveryTarget",
     "ImageGroupBlock",
-    "RenderResult",
+    "PlannedPart",
     "Renderer",
     "ReplyPayload",
+    "SentPart",
     "StagedReply",
     "TextBlock",
-    "stage_reply",
+    "split_text",
     "text_blocks",
 ]

@@ -1,54 +1,40 @@
 """Delivery with receipts (invariant 8).
 
-The assistant message and its receipt (``sending``) are written in the same transaction that
-marks the customer's messages answered, *before* any platform call. After the renderer returns,
-the receipt becomes ``sent``, ``partial`` or ``failed`` with counts and errors. A crash between
-the two leaves ``sending`` in place: visible, never silently resent (no automatic retry; a
-deliberate replay belongs to the operator console).
+The assistant message, its receipt (``sending``) and the planned platform calls (``pending``
+parts) are written in the same transaction that marks the customer's messages answered,
+*before* any platform call. Each call's outcome is recorded as it returns; at the end the receipt
+becomes ``sent``, ``partial`` or ``failed`` with counts (``sent_text``, ``sent_image``) and
+errors. A process killed between two calls leaves ``sending`` and ``pending`` parts: visible,
+never resent by itself. ``replay`` is the deliberate resend of exactly the parts that did not go
+out.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.errors import ConflictError, NotFoundError
 from frontdesk.output.blocks import Block, blocks_adapter
+from frontdesk.output.receipts import FAILED, PARTIAL, SENDING, SENT, finish_receipt
+from frontdesk.output.rendering import DeliveryTarget, PlannedPart, Renderer
 from frontdesk.platform.clock import Clock
-from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import Message, Receipt
+from frontdesk.platform.store.engine import Database, rows_affected
+from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, DeliveryPart, Message, Receipt
 
 log = logging.getLogger(__name__)
 
-SENDING, SENT, PARTIAL, FAILED = "sending", "sent", "partial", "failed"
+TYPING_EVERY_S = 4.0  # Telegram's "typing" lasts 5 s; Messenger's and WhatsApp's ~20-25 s
+REPLAYABLE = (FAILED, PARTIAL)
 
-
-@dataclass(frozen=True)
-class DeliveryTarget:
-    """Where a reply goes, in channel-neutral terms; renderers read their own ids from it."""
-
-    channel: str
-    channel_account_id: str
-    conversation_id: str
-    contact_external_id: str
-    message_id: int
-    account_config: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RenderResult:
-    parts_total: int
-    parts_sent: int
-    errors: list[dict[str, Any]] = field(default_factory=list)
-
-
-class Renderer(Protocol):
-    """Compiles reply blocks to one platform's native calls and performs them."""
-
-    async def render(self, target: DeliveryTarget, blocks: Sequence[Block]) -> RenderResult: ...
+__all__ = ["FAILED", "PARTIAL", "SENDING", "SENT", "Deliverer", "DeliveryTarget", "StagedReply"]
 
 
 @dataclass(frozen=True)
@@ -58,79 +44,207 @@ class StagedReply:
     blocks: tuple[Block, ...]
 
 
-async def stage_reply(
-    session: AsyncSession,
-    target_base: DeliveryTarget,
-    blocks: Sequence[Block],
-    *,
-    turn_id: int | None,
-    origin: str,
-    clock: Clock,
-) -> StagedReply:
-    """Insert the assistant message and its ``sending`` receipt in the caller's transaction."""
-    now = clock.now()
-    message = Message(
-        conversation_id=target_base.conversation_id,
-        channel_account_id=target_base.channel_account_id,
-        channel_message_id=None,
-        role="assistant",
-        content_type="blocks",
-        content=blocks_adapter.dump_json(list(blocks)).decode(),
-        meta={"origin": origin},
-        status="ready",
-        processed_at=now,
-        turn_id=turn_id,
-        created_at=now,
-    )
-    session.add(message)
-    await session.flush()
-    receipt = Receipt(
-        kind="delivery",
-        message_id=message.id,
-        conversation_id=target_base.conversation_id,
-        channel_account_id=target_base.channel_account_id,
-        status=SENDING,
-        parts_total=0,
-        parts_sent=0,
-        errors=[],
-        created_at=now,
-    )
-    session.add(receipt)
-    await session.flush()
-    target = DeliveryTarget(
-        channel=target_base.channel,
-        channel_account_id=target_base.channel_account_id,
-        conversation_id=target_base.conversation_id,
-        contact_external_id=target_base.contact_external_id,
-        message_id=message.id,
-        account_config=target_base.account_config,
-    )
-    return StagedReply(target=target, receipt_id=receipt.id, blocks=tuple(blocks))
-
-
 class Deliverer:
     def __init__(self, db: Database, clock: Clock, renderers: Mapping[str, Renderer]) -> None:
         self._db = db
         self._clock = clock
         self._renderers = dict(renderers)
 
-    async def deliver(self, staged: StagedReply) -> str:
-        renderer = self._renderers.get(staged.target.channel)
+    async def stage(
+        self,
+        session: AsyncSession,
+        target_base: DeliveryTarget,
+        blocks: Sequence[Block],
+        *,
+        turn_id: int | None,
+        origin: str,
+    ) -> StagedReply:
+        """Insert the assistant message, its ``sending`` receipt and its planned calls in the
+        caller's transaction."""
+        now = self._clock.now()
+        message = Message(
+            conversation_id=target_base.conversation_id,
+            channel_account_id=target_base.channel_account_id,
+            channel_message_id=None,
+            role="assistant",
+            content_type="blocks",
+            content=blocks_adapter.dump_json(list(blocks)).decode(),
+            meta={"origin": origin},
+            status="ready",
+            processed_at=now,
+            turn_id=turn_id,
+            created_at=now,
+        )
+        session.add(message)
+        await session.flush()
+        target = DeliveryTarget(
+            channel=target_base.channel,
+            channel_account_id=target_base.channel_account_id,
+            conversation_id=target_base.conversation_id,
+            contact_external_id=target_base.contact_external_id,
+            message_id=message.id,
+            account_config=target_base.account_config,
+            reply_context=target_base.reply_context,
+        )
+        receipt = Receipt(
+            kind="delivery",
+            message_id=message.id,
+            conversation_id=target.conversation_id,
+            channel_account_id=target.channel_account_id,
+            status=SENDING,
+            parts_total=0,
+            parts_sent=0,
+            errors=[],
+            created_at=now,
+        )
+        session.add(receipt)
+        await session.flush()
+        await self._add_parts(session, receipt, target, blocks)
+        return StagedReply(target=target, receipt_id=receipt.id, blocks=tuple(blocks))
+
+    async def _add_parts(
+        self, session: AsyncSession, receipt: Receipt, target: DeliveryTarget, blocks: Sequence[Block]
+    ) -> None:
+        renderer = self._renderers.get(target.channel)
         if renderer is None:
-            result = RenderResult(len(staged.blocks), 0, [{"error": f"no renderer for {staged.target.channel!r}"}])
-        else:
-            try:
-                result = await renderer.render(staged.target, staged.blocks)
-            except Exception as exc:  # the receipt must end; the error is recorded on it
-                log.exception("renderer %s failed", staged.target.channel)
-                result = RenderResult(len(staged.blocks), 0, [{"error": f"{type(exc).__name__}: {exc}"[:500]}])
-        status = SENT if result.parts_sent == result.parts_total else PARTIAL if result.parts_sent else FAILED
+            receipt.errors = [{"error": f"no renderer for {target.channel!r}"}]
+            return
+        try:
+            plan = renderer.plan(target, blocks)
+        except Exception as exc:  # a plan that cannot be made is a failed delivery, not a lost turn
+            log.exception("cannot plan a %s delivery", target.channel)
+            receipt.errors = [{"error": f"cannot plan: {type(exc).__name__}: {exc}"[:500]}]
+            return
+        now = self._clock.now()
+        for seq, part in enumerate(plan):
+            session.add(
+                DeliveryPart(
+                    receipt_id=receipt.id,
+                    channel_account_id=target.channel_account_id,
+                    seq=seq,
+                    block_index=part.block_index,
+                    kind=part.kind,
+                    texts=part.texts,
+                    images=part.images,
+                    request=part.request,
+                    status="pending",
+                    platform_message_ids=[],
+                    attempts=0,
+                    updated_at=now,
+                )
+            )
+        receipt.parts_total = len(plan)
+        await session.flush()
+
+    async def deliver(self, staged: StagedReply) -> str:
+        return await self._send_unsent(staged.receipt_id, staged.target, replay=False)
+
+    async def replay(self, receipt_id: int, *, include_sending: bool = False) -> str:
+        """Resend the parts of a ``failed``/``partial`` delivery that did not go out (``sending``
+        too with ``include_sending``: a process died mid-delivery and an operator has checked)."""
+        allowed = (*REPLAYABLE, SENDING) if include_sending else REPLAYABLE
         async with self._db.transaction() as session:
-            receipt = await session.get(Receipt, staged.receipt_id)
-            if receipt is not None:
-                receipt.status = status
-                receipt.parts_total = result.parts_total
-                receipt.parts_sent = result.parts_sent
-                receipt.errors = result.errors
-                receipt.finished_at = self._clock.now()
-        return status
+            claimed = await session.execute(
+                update(Receipt)
+                .where(Receipt.id == receipt_id, Receipt.kind == "delivery", Receipt.status.in_(allowed))
+                .values(status=SENDING, replays=Receipt.replays + 1, finished_at=None)
+            )
+            if not rows_affected(claimed):
+                receipt = await session.get(Receipt, receipt_id)
+                if receipt is None:
+                    raise NotFoundError(f"no receipt {receipt_id}")
+                raise ConflictError(
+                    f"receipt {receipt_id} is {receipt.status}; only {'/'.join(allowed)} can be replayed"
+                )
+            target = await self._target_of(session, receipt_id)
+            if (
+                await session.scalar(select(DeliveryPart.id).where(DeliveryPart.receipt_id == receipt_id).limit(1))
+                is None
+            ):
+                # A delivery planned before parts existed, or one that could not be planned: plan it now.
+                receipt = await session.get(Receipt, receipt_id)
+                message = await session.get(Message, target.message_id)
+                if receipt is not None and message is not None:
+                    await self._add_parts(session, receipt, target, blocks_adapter.validate_json(message.content))
+        return await self._send_unsent(receipt_id, target, replay=True)
+
+    async def _target_of(self, session: AsyncSession, receipt_id: int) -> DeliveryTarget:
+        row = (
+            await session.execute(
+                select(Receipt, ChannelAccount, Contact)
+                .join(ChannelAccount, ChannelAccount.id == Receipt.channel_account_id)
+                .join(Conversation, Conversation.id == Receipt.conversation_id)
+                .join(Contact, Contact.id == Conversation.contact_id)
+                .where(Receipt.id == receipt_id)
+            )
+        ).one()
+        receipt, account, contact = row
+        return DeliveryTarget(
+            channel=account.channel,
+            channel_account_id=account.id,
+            conversation_id=receipt.conversation_id,
+            contact_external_id=contact.external_id,
+            message_id=receipt.message_id or 0,
+            account_config=account.config,
+        )
+
+    async def _send_unsent(self, receipt_id: int, target: DeliveryTarget, *, replay: bool) -> str:
+        renderer = self._renderers.get(target.channel)
+        async with self._db.read() as session:
+            parts = list(
+                await session.scalars(
+                    select(DeliveryPart)
+                    .where(DeliveryPart.receipt_id == receipt_id, DeliveryPart.status != SENT)
+                    .order_by(DeliveryPart.seq)
+                )
+            )
+        for row in parts:
+            part = PlannedPart(row.block_index, row.kind, row.request, texts=row.texts, images=row.images)
+            status, error = SENT, None
+            ids: tuple[str, ...] = ()
+            try:
+                if renderer is None:
+                    raise LookupError(f"no renderer for {target.channel!r}")
+                ids = (await renderer.send(target, part, replay=replay)).platform_message_ids
+            except Exception as exc:  # recorded on the part; the other parts still go out
+                log.warning("%s delivery part %s of receipt %s failed: %s", target.channel, row.seq, receipt_id, exc)
+                status, error = FAILED, f"{type(exc).__name__}: {exc}"[:1000]
+            async with self._db.transaction() as session:
+                await session.execute(
+                    update(DeliveryPart)
+                    .where(DeliveryPart.id == row.id)
+                    .values(
+                        status=status,
+                        error=error,
+                        platform_message_id=ids[0] if ids else None,
+                        platform_message_ids=list(ids),
+                        attempts=DeliveryPart.attempts + 1,
+                        updated_at=self._clock.now(),
+                    )
+                )
+        async with self._db.transaction() as session:
+            return await finish_receipt(session, receipt_id, self._clock.now())
+
+    @asynccontextmanager
+    async def typing_while(self, target: DeliveryTarget) -> AsyncIterator[None]:
+        """Keep the platform's typing indicator on while the body runs (best effort)."""
+        renderer = self._renderers.get(target.channel)
+        if renderer is None:
+            yield
+            return
+
+        async def keep_typing() -> None:
+            while True:
+                try:
+                    await renderer.typing(target)
+                except Exception as exc:  # a typing indicator is never worth failing a turn
+                    log.debug("typing indicator on %s failed: %s", target.channel, exc)
+                await asyncio.sleep(TYPING_EVERY_S)
+
+        task = asyncio.create_task(keep_typing())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

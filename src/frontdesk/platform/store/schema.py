@@ -82,6 +82,9 @@ class ChannelAccount(Base):
     channel: Mapped[str] = mapped_column(String(32))
     name: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Credentials (bot tokens, app secrets...): write-only, never serialised into a response,
+    # page, log or trace. Read through ``ingestion.channels._accounts``; the vault encrypts them later.
+    secrets: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime]
 
 
@@ -156,9 +159,43 @@ class Receipt(Base):
     status: Mapped[str] = mapped_column(String(16))
     parts_total: Mapped[int] = mapped_column(Integer, default=0)
     parts_sent: Mapped[int] = mapped_column(Integer, default=0)
+    # What the customer really received: text messages and images that went out.
+    sent_text: Mapped[int] = mapped_column(Integer, default=0)
+    sent_image: Mapped[int] = mapped_column(Integer, default=0)
+    replays: Mapped[int] = mapped_column(Integer, default=0)
     errors: Mapped[list[Any]] = mapped_column(default=list)
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
+
+
+class DeliveryPart(Base):
+    """One platform call of a delivery, planned before the first call is made.
+
+    ``pending`` until the call returns, then ``sent`` (with the platform's message ids) or
+    ``failed`` (with the error). A replay resends exactly the parts that are not ``sent``.
+    ``platform_status`` follows the platform's own callbacks (WhatsApp: delivered, read...)."""
+
+    __tablename__ = "delivery_parts"
+    __table_args__ = (
+        UniqueConstraint("receipt_id", "seq"),
+        Index("ix_delivery_parts_platform_message", "channel_account_id", "platform_message_id"),
+    )
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    receipt_id: Mapped[int] = mapped_column(ForeignKey("receipts.id"))
+    channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    block_index: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    texts: Mapped[int] = mapped_column(Integer, default=0)
+    images: Mapped[int] = mapped_column(Integer, default=0)
+    request: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    platform_message_id: Mapped[str | None] = mapped_column(String(300))
+    platform_message_ids: Mapped[list[Any]] = mapped_column(default=list)
+    platform_status: Mapped[str | None] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime]
 
 
 class TurnTrace(Base):
