@@ -9,12 +9,21 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from frontdesk import __version__
-from frontdesk.errors import AuthError, ConflictError, FrontdeskError, NotFoundError, PayloadError, TooLargeError
+from frontdesk.errors import (
+    AuthError,
+    ConflictError,
+    ForbiddenError,
+    FrontdeskError,
+    NotFoundError,
+    PayloadError,
+    TooLargeError,
+)
 from frontdesk.ingestion.channels import CHANNELS
+from frontdesk.platform.media import KEY_PATTERN
 from frontdesk.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -45,6 +54,16 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             raise NotFoundError(f"no media {pack}/{file}")
         return FileResponse(known.media_dir / file, headers={"Cache-Control": "public, max-age=86400"})
 
+    @app.get("/media/m/{prefix}/{name}", tags=["media"], include_in_schema=False)
+    async def stored_media(prefix: str, name: str, exp: int = 0, sig: str = "") -> Response:
+        """Re-hosted customer media, only through a signed, unexpired URL."""
+        key = f"{prefix}/{name}"
+        store = runtime.channel_deps.media
+        if not KEY_PATTERN.fullmatch(key) or not store.verify(key, exp, sig):
+            raise AuthError("this media link is invalid or has expired")
+        data, mime = await store.get(key)
+        return Response(data, media_type=mime, headers={"Cache-Control": "private, max-age=300"})
+
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
@@ -64,6 +83,8 @@ def _status_for(exc: FrontdeskError) -> int:
         return 413
     if isinstance(exc, PayloadError):
         return 400 if exc.malformed else 422
+    if isinstance(exc, ForbiddenError):
+        return 403
     if isinstance(exc, AuthError):
         return 401
     if isinstance(exc, NotFoundError):

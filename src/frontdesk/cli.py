@@ -17,7 +17,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from frontdesk.demo import seed_demo
-from frontdesk.errors import ConfigError
+from frontdesk.errors import ConfigError, FrontdeskError
 from frontdesk.output.transcript import read_transcript
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import current_revision, upgrade
@@ -27,6 +27,10 @@ from frontdesk.settings import Settings
 app = typer.Typer(help="frontdesk: a trustworthy LLM agent on your customer channels.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+accounts_app = typer.Typer(help="Channel accounts (Telegram bots, Meta pages, LINE channels...).", no_args_is_help=True)
+app.add_typer(accounts_app, name="accounts")
+receipts_app = typer.Typer(help="Delivery receipts.", no_args_is_help=True)
+app.add_typer(receipts_app, name="receipts")
 
 HostOption = Annotated[str | None, typer.Option(help="bind address (default: FRONTDESK_HOST)")]
 PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_PORT)")]
@@ -227,6 +231,77 @@ def _read_line() -> str | None:
         return None
 
 
+@accounts_app.command("add")
+def accounts_add(
+    channel: Annotated[str, typer.Argument(help="telegram, messenger, instagram, whatsapp, line, webchat")],
+    account_id: Annotated[str, typer.Option("--id", help="the id in the webhook URL: 8-40 of A-Z a-z 0-9 _ -")],
+    tenant: Annotated[str, typer.Option(help="the business this account serves")] = "demo",
+    name: Annotated[str | None, typer.Option(help="a label for operators")] = None,
+    config: Annotated[list[str] | None, typer.Option("--config", help="key=value, repeatable")] = None,
+    secret: Annotated[
+        list[str] | None, typer.Option("--secret", help="key=value, repeatable; never shown again")
+    ] = None,
+) -> None:
+    """Create or update a channel account and print its webhook URL."""
+    import re
+
+    from frontdesk.cli_accounts import ACCOUNT_ID_PATTERN, parse_pairs, upsert_account
+    from frontdesk.ingestion.channels import CHANNELS
+    from frontdesk.platform.clock import SystemClock
+    from frontdesk.runtime import public_base_url
+
+    if channel not in CHANNELS or channel == "terminal":
+        raise ConfigError(f"unknown channel {channel!r} (known: {', '.join(c for c in CHANNELS if c != 'terminal')})")
+    if not re.fullmatch(ACCOUNT_ID_PATTERN, account_id):
+        raise ConfigError(f"account id {account_id!r}: use 8-40 of A-Z a-z 0-9 _ - (it is part of a URL)")
+    settings = _settings()
+
+    async def run() -> None:
+        db = Database.from_url(settings.database_url)
+        try:
+            await upgrade(db)
+            await seed_demo(db, SystemClock())
+            saved = await upsert_account(
+                db,
+                account_id=account_id,
+                tenant_id=tenant,
+                channel=channel,
+                name=name,
+                config=parse_pairs(config or [], "--config"),
+                secrets=parse_pairs(secret or [], "--secret"),
+                now=SystemClock().now(),
+            )
+        finally:
+            await db.dispose()
+        typer.echo(f"{saved.channel} account {saved.id} (tenant {saved.tenant_id})")
+        typer.echo(f"  config: {saved.config}")
+        typer.echo(f"  secrets set: {', '.join(saved.secret_names) or 'none'}")
+        path = f"/webchat/{saved.id}" if channel == "webchat" else f"/webhooks/{channel}/{saved.id}"
+        typer.echo(f"  URL: {public_base_url(settings)}{path}")
+
+    asyncio.run(run())
+
+
+@receipts_app.command("replay")
+def receipts_replay(
+    receipt_id: Annotated[int, typer.Argument(help="a failed or partial delivery receipt")],
+    include_sending: Annotated[
+        bool, typer.Option(help="also a receipt stuck at 'sending' (its process died; check the thread first)")
+    ] = False,
+) -> None:
+    """Resend the parts of a delivery that did not go out (never the ones that did)."""
+    settings = _settings()
+
+    async def run() -> str:
+        runtime = Runtime.build(settings)
+        try:
+            return await runtime.deliverer.replay(receipt_id, include_sending=include_sending)
+        finally:
+            await runtime.close()
+
+    typer.echo(f"receipt {receipt_id}: {asyncio.run(run())}")
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -234,5 +309,8 @@ def main() -> None:
     except ConfigError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         sys.exit(2)
+    except FrontdeskError as exc:  # e.g. a receipt that is not replayable
+        typer.echo(f"error: {exc.message}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

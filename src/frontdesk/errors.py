@@ -6,6 +6,7 @@ FrontdeskError
 │   ├── ConflictError      an idempotency key reused with different content      → 409
 │   └── TooLargeError      a body over the endpoint's size limit                 → 413
 ├── AuthError              the sender is not who they claim to be                → 401
+│   └── ForbiddenError     a handshake with the wrong token (Meta expects 403)   → 403
 ├── NotFoundError          an id in the URL names nothing we know                → 404
 ├── ModelAPIError          a model vendor failed (status, retry_after)
 └── ChannelAPIError        a messaging platform failed (status, retry_after)
@@ -53,6 +54,10 @@ class TooLargeError(PayloadError):
 
 class AuthError(FrontdeskError):
     code = "unauthorized"
+
+
+class ForbiddenError(AuthError):
+    code = "forbidden"
 
 
 class NotFoundError(FrontdeskError):

@@ -7,21 +7,31 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import httpx2
+from sqlalchemy import select
+
+from frontdesk import __version__
 from frontdesk.capabilities.policy import ToolPolicyCatalog
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
+from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
 from frontdesk.context.summarizer import EpisodicSummarizer
-from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler
+from frontdesk.ingestion.accounts import AccountDirectory
+from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
+from frontdesk.ingestion.preparation import PREPARE_MEDIA, MediaPreparer
+from frontdesk.ingestion.transcription import HintSource, Transcriber, TranscriptionHints
 from frontdesk.output.delivery import Deliverer
 from frontdesk.packs import PACKS, Pack, PackDeps
 from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
+from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Message, Tenant
 from frontdesk.platform.workers import JobRunner
 from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
 from frontdesk.reasoning.loop import LoopLimits
@@ -46,6 +56,7 @@ class Runtime:
     channel_deps: ChannelDeps
     model_label: str
     packs: dict[str, Pack]
+    deliverer: Deliverer
 
     @classmethod
     def build(
@@ -69,8 +80,35 @@ class Runtime:
         )
         ingestor = Ingestor(db, queue, clock, turn_delay_s=settings.quiet_window_s)
         signals = ConversationSignals()
-        deps = ChannelDeps(db, ingestor, signals, settings.webchat_max_text_chars, model_label)
+        accounts = AccountDirectory(db)
+        media = LocalMediaStore(
+            settings.media_dir, settings.media_signing_key.encode() if settings.media_signing_key else None
+        )
+        http = httpx2.AsyncClient(
+            timeout=settings.channel_timeout_s, headers={"User-Agent": f"frontdesk/{__version__}"}
+        )
+        deps = ChannelDeps(
+            db,
+            ingestor,
+            signals,
+            settings.webchat_max_text_chars,
+            model_label,
+            clock,
+            accounts,
+            http,
+            media,
+            public_base_url(settings),
+        )
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
+        loader = ContextLoader(db)
+        preparer = MediaPreparer(
+            db,
+            ingestor,
+            accounts,
+            {name: channel.fetcher(deps) for name, channel in CHANNELS.items() if channel.fetcher is not None},
+            media,
+            Transcriber(gateway, transcription_hints(db, loader, clock)),
+        )
         assembler = TurnAssembler(
             db,
             clock,
@@ -80,9 +118,10 @@ class Runtime:
                 clock,
                 LoopLimits(max_steps=settings.max_steps),
                 agent_packs(settings, db, clock),
-                ContextLoader(db),
+                loader,
                 queue,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
+                media,
             ),
             deliverer,
             queue,
@@ -102,16 +141,23 @@ class Runtime:
 
         runner = JobRunner(
             queue,
-            {PROCESS_CONVERSATION: process_conversation, SUMMARIZE_CONVERSATION: summarize_conversation},
+            {
+                PROCESS_CONVERSATION: process_conversation,
+                SUMMARIZE_CONVERSATION: summarize_conversation,
+                PREPARE_MEDIA: preparer.run,
+            },
             concurrency=settings.workers,
             poll_interval_s=settings.poll_interval_s,
             sweeps=[queue.requeue_abandoned, requeue_orphans],
             sweep_interval_s=settings.sweeper_interval_s,
         )
-        return cls(settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label, dict(PACKS))
+        return cls(
+            settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label, dict(PACKS), deliverer
+        )
 
     async def close(self) -> None:
         await self.runner.stop()
+        await self.channel_deps.http.aclose()
         await self.db.dispose()
 
 
@@ -136,12 +182,48 @@ def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, Age
             default_policy=pack.default_policy,
             playbook=pack.playbook,
             fallback_texts=pack.fallback_texts,
+            voice_failed_texts=pack.voice_failed_texts,
         )
     return built
 
 
+def transcription_hints(db: Database, loader: ContextLoader, clock: Clock) -> HintSource:
+    """Context for the transcriber: the business, the customer's likely language (what episodic
+    memory learned wins over the business's default), the pack's trade words, the last lines."""
+
+    async def hints(conversation_id: str) -> TranscriptionHints:
+        context = await loader.load(conversation_id, clock.now())
+        pack = PACKS.get(context.pack)
+        policy = merge_policy(pack.default_policy if pack else {}, context.policy_overrides)
+        language = (context.episodic.preferred_language if context.episodic else "") or context.last_language
+        async with db.read() as session:
+            business = await session.scalar(select(Tenant.name).where(Tenant.id == context.tenant_id))
+            recent = list(
+                await session.scalars(
+                    select(Message)
+                    .where(Message.conversation_id == conversation_id, Message.status == "ready")
+                    .order_by(Message.id.desc())
+                    .limit(4)
+                )
+            )
+        keywords = sorted({w for words in (pack.item_keywords.values() if pack else []) for w in words})
+        return TranscriptionHints(
+            business_name=business or "",
+            language=LANGUAGE_NAMES.get(language or policy.operator_language, language or policy.operator_language),
+            keywords=keywords[:40],
+            recent_lines=[f"{m.role}: {message_text(m)[:200]}" for m in reversed(recent)],
+        )
+
+    return hints
+
+
 def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
-    slots = {"chat": settings.model_chat, "utility": settings.model_utility, "embeddings": settings.model_embeddings}
+    slots = {
+        "chat": settings.model_chat,
+        "utility": settings.model_utility,
+        "embeddings": settings.model_embeddings,
+        "transcription": settings.model_transcription,
+    }
     if settings.model_chat:
         gateway = ModelGateway(slots, timeout_s=settings.model_timeout_s)
         gateway.client("chat")  # a missing API key or bad model string fails at start-up, not mid-turn

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     model_chat: str | None = None
     model_utility: str | None = None
     model_embeddings: str | None = None
+    # Voice notes: a multimodal model that takes audio input. Unset: the chat slot transcribes.
+    model_transcription: str | None = None
 
     # -- jobs
     workers: int = Field(default=8, ge=0, le=64)
@@ -55,6 +57,14 @@ class Settings(BaseSettings):
     max_steps: int = Field(default=8, ge=1, le=64)
     model_timeout_s: float = Field(default=60.0, gt=0)
     memory_every_replies: int = Field(default=4, ge=1)
+
+    # -- media (customer images and voice notes, re-hosted from the platforms)
+    # Signs /media/m/ URLs; unset: a random key kept in <media_dir>/.signing-key.
+    media_signing_key: str | None = Field(default=None, min_length=32, repr=False)
+    media_url_ttl_s: float = Field(default=3600.0, gt=0)
+
+    # -- outbound calls to messaging platforms
+    channel_timeout_s: float = Field(default=15.0, gt=0)
 
     # -- web chat
     webchat_max_text_chars: int = Field(default=4000, ge=1)

@@ -13,6 +13,7 @@ whose job lost the race in the instant before release is not stranded.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from sqlalchemy import and_, exists, func, literal, or_, select, update
 from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
-from frontdesk.output.delivery import Deliverer, DeliveryTarget, stage_reply
+from frontdesk.output.delivery import Deliverer
+from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
@@ -243,10 +245,11 @@ class TurnAssembler:
         model_name: str | None = None
         try:
             model_name = self._agent.model_name
-            if waits.get("courtesy_after_handoff"):
-                run = await self._agent.courtesy_after_handoff(turn)
-            else:
-                run = await self._agent.generate(turn)
+            async with self._deliverer.typing_while(_answering(thread.target, batch)):
+                if waits.get("courtesy_after_handoff"):
+                    run = await self._agent.courtesy_after_handoff(turn)
+                else:
+                    run = await self._agent.generate(turn)
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
             failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
@@ -292,8 +295,8 @@ class TurnAssembler:
             )
             if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
                 raise LeaseLost(conversation.id)
-            staged = await stage_reply(
-                session, thread.target, result.blocks, turn_id=trace.id, origin="agent", clock=self._clock
+            staged = await self._deliverer.stage(
+                session, _answering(thread.target, batch), result.blocks, turn_id=trace.id, origin="agent"
             )
         commit_ms = (time.monotonic() - t1) * 1000
 
@@ -349,13 +352,23 @@ class TurnAssembler:
         return len(orphans)
 
 
+def _answering(target: DeliveryTarget, batch: list[Message]) -> DeliveryTarget:
+    """The thread's target, carrying the newest customer message's metadata (a LINE reply token,
+    the message a typing indicator marks as read)."""
+    return dataclasses.replace(target, reply_context=dict(batch[-1].meta or {}))
+
+
 def _turn_message(message: Message) -> TurnMessage:
+    meta = message.meta or {}
+    transcript = meta.get("transcript")
     return TurnMessage(
         id=message.id,
         role=message.role,
         content_type=message.content_type,
         text=message_text(message),
         created_at=message.created_at,
+        image_key=meta.get("media_key") if message.content_type == "image" else None,
+        transcript_quality=transcript.get("quality") if isinstance(transcript, dict) else None,
     )
 
 

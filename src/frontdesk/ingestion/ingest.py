@@ -7,6 +7,7 @@ idempotency: a redelivered message finds its earlier row and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -23,6 +24,7 @@ from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message
 
 PROCESS_CONVERSATION = "process_conversation"
+PREPARE_MEDIA = "prepare_media"  # ``ingestion.preparation``: re-host, transcribe, mark ready
 _ATTEMPTS = 3  # concurrent first messages of a new contact can collide on its unique keys
 
 
@@ -133,6 +135,9 @@ class Ingestor:
         await session.flush()
         # The unique index decides: a redelivery inserts nothing (and logs no database error).
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+        meta = dict(event.metadata)
+        if event.media is not None:
+            meta["media"] = event.media.model_dump(exclude_none=True)
         message_id = await session.scalar(
             insert(Message)
             .values(
@@ -142,7 +147,7 @@ class Ingestor:
                 role="user",
                 content_type=event.content_type,
                 content=event.text,
-                meta=event.metadata,
+                meta=meta,
                 status=event.status,
                 created_at=now,
             )
@@ -151,6 +156,9 @@ class Ingestor:
         )
         if message_id is None:
             return await self._duplicate(session, event)
+        if event.status == "pending" and event.media is not None:
+            # Pending-first (invariant 4): the row and the job that resolves it commit together.
+            await self._queue.enqueue(session, PREPARE_MEDIA, {"message_id": message_id}, key=f"media:{message_id}")
         await queue_turn(self._queue, session, conversation.id, delay_s=self._turn_delay_s)
         return IngestResult(MessageId(message_id), ConversationId(conversation.id), duplicate=False)
 
@@ -179,7 +187,9 @@ class Ingestor:
                 .where(Contact.channel_account_id == channel_account_id, Contact.external_id == contact_external_id)
             )
 
-    async def mark_ready(self, message_id: int, text: str | None = None) -> None:
+    async def mark_ready(
+        self, message_id: int, text: str | None = None, *, meta_updates: dict[str, Any] | None = None
+    ) -> None:
         """Resolve a pending media placeholder and let its conversation's turn run now
         (the readiness gate had deferred it up to the media timeout)."""
         async with self._db.transaction() as session:
@@ -189,5 +199,7 @@ class Ingestor:
             message.status = "ready"
             if text is not None:
                 message.content = text
+            if meta_updates:
+                message.meta = {**(message.meta or {}), **meta_updates}
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()

@@ -5,7 +5,7 @@ turns this plain data into a router and a catalog."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +38,5 @@ class Pack:
     media_dir: Path
     # language -> the polite hold message shipped when a reply cannot be verified
     fallback_texts: Mapping[str, str]
+    # Said when a voice note could not be understood at all: ask the customer to type it.
+    voice_failed_texts: Mapping[str, str] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_ai import BinaryContent
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.capabilities.policy import ToolPolicyCatalog
@@ -20,10 +21,11 @@ from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.ledgers import WorkingState
-from frontdesk.errors import ConfigError
+from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
+from frontdesk.platform.media import MediaStore
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.schema import ClaimRejection
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
@@ -33,6 +35,8 @@ from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.reasoning.turn import Turn
 
 SUMMARIZE_CONVERSATION = "summarize_conversation"
+MAX_IMAGES_PER_TURN = 4
+VOICE_FAILED_TEXT = "Sorry, I couldn't make out your voice message. Could you type it for me?"
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class AgentPack:
     default_policy: Mapping[str, Any]
     playbook: str
     fallback_texts: Mapping[str, str] = field(default_factory=dict)
+    voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +73,7 @@ class Agent:
         loader: ContextLoader,
         queue: JobQueue | None = None,
         cadence: EpisodicCadence | None = None,
+        media: MediaStore | None = None,
     ) -> None:
         self._gateway = gateway
         self._clock = clock
@@ -76,6 +82,7 @@ class Agent:
         self._loader = loader
         self._queue = queue
         self._cadence = cadence or EpisodicCadence()
+        self._media = media
 
     @property
     def model_name(self) -> str:
@@ -91,6 +98,12 @@ class Agent:
         now = self._clock.now()
         context = await self._loader.load(turn.conversation_id, now)
         pack = self.pack(context.pack)
+        if turn.batch and all(m.transcript_quality == "failed" for m in turn.batch):
+            # Nothing was understood: guessing would be worse than asking (no model call).
+            language = context.language_so_far or "en"
+            text = pack.voice_failed_texts.get(language, VOICE_FAILED_TEXT)
+            result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="voice note not understood")
+            return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
         policy = merge_policy(pack.default_policy, context.policy_overrides)
         state = context.ledgers
         decision = pack.router.route(
@@ -105,7 +118,7 @@ class Agent:
         prefix = static_prefix(turn.business_name, policy, pack.playbook)
         tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names)
         definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
-        prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions)
+        prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions, await self._images(turn))
         tool_context = ToolContext(
             tenant_id=turn.tenant_id,
             conversation_id=turn.conversation_id,
@@ -128,6 +141,20 @@ class Agent:
         return AgentRun(
             result, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due
         )
+
+    async def _images(self, turn: Turn) -> list[BinaryContent]:
+        """The batch's customer images, inline, for a vision model (a few, newest last)."""
+        if self._media is None:
+            return []
+        images: list[BinaryContent] = []
+        for message in turn.batch:
+            if message.image_key and len(images) < MAX_IMAGES_PER_TURN:
+                try:
+                    data, mime = await self._media.get(message.image_key)
+                except NotFoundError:
+                    continue
+                images.append(BinaryContent(data=data, media_type=mime))
+        return images
 
     async def courtesy_after_handoff(self, turn: Turn) -> AgentRun:
         """The reply for messages whose turn handed the thread to a person but never committed its

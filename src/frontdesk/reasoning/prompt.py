@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic_ai import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -70,7 +71,12 @@ def dynamic_tail(
 
 
 def build_prompt(
-    turn: Turn, prefix: str, prefix_hash: str, tail: str, tool_definitions: Sequence[ToolDefinition]
+    turn: Turn,
+    prefix: str,
+    prefix_hash: str,
+    tail: str,
+    tool_definitions: Sequence[ToolDefinition],
+    images: Sequence[BinaryContent] = (),
 ) -> Prompt:
     """The static prefix, the stored history, then the dynamic tail and the batch as one customer
     message. The tail goes last so that the prefix *and* the history before it stay byte-identical
@@ -84,7 +90,9 @@ def build_prompt(
         else:
             messages.append(ModelRequest(parts=[UserPromptPart(message.text)]))
     batch = "\n".join(m.text for m in turn.batch)
-    messages.append(ModelRequest(parts=[SystemPromptPart(tail), UserPromptPart(batch)]))
+    # Customer images ride with the batch as inline bytes (no public URL needed for a vision model).
+    content: str | list[str | BinaryContent] = [batch, *images] if images else batch
+    messages.append(ModelRequest(parts=[SystemPromptPart(tail), UserPromptPart(content)]))
     tools_chars = len(json.dumps([t.parameters_json_schema for t in tool_definitions], ensure_ascii=False))
     tools_chars += sum(len(t.name) + len(t.description or "") for t in tool_definitions)
     size = {
@@ -94,6 +102,7 @@ def build_prompt(
         "history_chars": history_chars,
         "batch_chars": len(batch),
         "history_messages": len(turn.history),
+        "images": len(images),
     }
     size["estimated_tokens"] = sum(v for k, v in size.items() if k.endswith("_chars")) // CHARS_PER_TOKEN
     return Prompt(messages, prefix_hash, size)

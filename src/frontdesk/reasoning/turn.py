@@ -13,6 +13,8 @@ class TurnMessage:
     content_type: str
     text: str
     created_at: datetime
+    image_key: str | None = None  # a re-hosted customer image (media store key), shown to a vision model
+    transcript_quality: str | None = None  # a voice note's verdict: "ok" | "uncertain" | "failed"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontdesk.output.blocks import Block
-from frontdesk.output.delivery import DeliveryTarget, RenderResult
+from frontdesk.output.rendering import DeliveryTarget, PlannedPart, SentPart, one_part_per_block
 from frontdesk.platform.signals import ConversationSignals
 
 
@@ -16,6 +16,12 @@ class StoreBackedRenderer:
     def __init__(self, signals: ConversationSignals) -> None:
         self._signals = signals
 
-    async def render(self, target: DeliveryTarget, blocks: Sequence[Block]) -> RenderResult:
+    def plan(self, target: DeliveryTarget, blocks: Sequence[Block]) -> list[PlannedPart]:
+        return one_part_per_block(blocks)
+
+    async def send(self, target: DeliveryTarget, part: PlannedPart, *, replay: bool = False) -> SentPart:
         self._signals.publish(target.conversation_id)
-        return RenderResult(parts_total=len(blocks), parts_sent=len(blocks))
+        return SentPart()
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        return None

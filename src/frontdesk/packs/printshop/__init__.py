@@ -31,6 +31,12 @@ FALLBACK_TEXTS = {
     "một nhân viên của chúng tôi sẽ liên hệ lại với bạn ngay.",
 }
 
+VOICE_FAILED_TEXTS = {
+    "en": "Sorry, I couldn't make out your voice message. Could you type it for me?",
+    "es": "Perdona, no pude entender tu mensaje de voz. ¿Podrías escribirlo?",
+    "vi": "Xin lỗi, mình chưa nghe rõ tin nhắn thoại của bạn. Bạn có thể nhắn bằng chữ giúp mình không?",
+}
+
 
 def _lexicons() -> dict[str, dict[str, list[str]]]:
     data: dict[str, dict[str, list[str]]] = json.loads((DATA_DIR / "lexicons.json").read_text(encoding="utf-8"))
@@ -49,6 +55,7 @@ PACK = Pack(
     playbook=PLAYBOOK,
     media_dir=PHOTOS_DIR,
     fallback_texts=FALLBACK_TEXTS,
+    voice_failed_texts=VOICE_FAILED_TEXTS,
 )
 
 __all__ = ["PACK"]

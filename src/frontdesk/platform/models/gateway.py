@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 
 from frontdesk.errors import ConfigError, ModelAPIError
 
-SLOTS = ("chat", "utility", "embeddings")
+SLOTS = ("chat", "utility", "embeddings", "transcription")
 PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "script")
 
 

@@ -1,0 +1,107 @@
+"""Calling platform APIs: JSON calls and capped downloads, errors mapped to ``ChannelAPIError``.
+
+One 429 with a short ``Retry-After`` is waited out and tried again: the platform said it did not
+take the call, so this is not a blind resend. Anything else is the caller's to record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+
+from frontdesk.errors import ChannelAPIError
+
+MAX_WAIT_FOR_RATE_LIMIT_S = 5.0
+MAX_MEDIA_BYTES = 20 * 1024 * 1024  # Telegram's download ceiling; more than any chat photo or voice note
+
+
+def _retry_after(response: httpx2.Response, body: Any) -> float | None:
+    header = response.headers.get("retry-after", "")
+    if header.isdigit():
+        return float(header)
+    if isinstance(body, dict):  # Telegram: {"parameters": {"retry_after": 3}}
+        value = (body.get("parameters") or {}).get("retry_after")
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def _describe(body: Any, response: httpx2.Response) -> str:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):  # Meta: {"error": {"message", "code", ...}}
+            return f"{error.get('code', '')} {error.get('message', '')}".strip()[:300]
+        for key in ("description", "message", "error"):  # Telegram, LINE, others
+            if isinstance(body.get(key), str):
+                return str(body[key])[:300]
+    return response.text[:300]
+
+
+async def call_json(
+    http: httpx2.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+    ok: Any = None,
+) -> Any:
+    """One API call; the decoded JSON body on success. ``ok(body) -> bool`` checks bodies that
+    report failure with HTTP 200 (Telegram's ``{"ok": false}``)."""
+    for attempt in range(2):
+        try:
+            response = await http.request(method, url, json=json, headers=dict(headers or {}))
+        except httpx2.HTTPError as exc:
+            raise ChannelAPIError(f"{method} {_redact(url)}: {type(exc).__name__}") from exc
+        try:
+            body = response.json() if response.content else None
+        except ValueError:
+            body = None
+        if response.status_code == 429 and attempt == 0:
+            wait = _retry_after(response, body)
+            if wait is not None and wait <= MAX_WAIT_FOR_RATE_LIMIT_S:
+                await asyncio.sleep(wait)
+                continue
+        if response.is_success and (ok is None or ok(body)):
+            return body
+        raise ChannelAPIError(
+            f"HTTP {response.status_code}: {_describe(body, response)}",
+            status=response.status_code,
+            retry_after=_retry_after(response, body),
+        )
+    raise AssertionError("unreachable")
+
+
+async def download(
+    http: httpx2.AsyncClient, url: str, *, headers: Mapping[str, str] | None = None, limit: int = MAX_MEDIA_BYTES
+) -> tuple[bytes, str]:
+    """The bytes at ``url`` and their content type, refused past ``limit`` bytes."""
+    try:
+        async with http.stream("GET", url, headers=dict(headers or {}), follow_redirects=True) as response:
+            if not response.is_success:
+                raise ChannelAPIError(f"download: HTTP {response.status_code}", status=response.status_code)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise ChannelAPIError(f"download: {declared} bytes is over the {limit}-byte limit")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ChannelAPIError(f"download: over the {limit}-byte limit")
+                chunks.append(chunk)
+            mime = response.headers.get("content-type", "application/octet-stream").split(";")[0].strip()
+            return b"".join(chunks), mime
+    except httpx2.HTTPError as exc:
+        raise ChannelAPIError(f"download: {type(exc).__name__}") from exc
+
+
+def _redact(url: str) -> str:
+    """Telegram puts the bot token in the path: never let it reach an error message."""
+    head, sep, rest = url.partition("/bot")
+    if sep and "/" in rest:
+        return f"{head}/bot***/{rest.split('/', 1)[1]}"
+    return url
