@@ -1,0 +1,11 @@
+"""Placeholder until the line webhook lands: no routes yet."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from frontdesk.ingestion.channels._deps import ChannelDeps
+
+
+def build_router(deps: ChannelDeps) -> APIRouter:
+    return APIRouter(tags=["line"])
