@@ -3,6 +3,7 @@ API calls our reply makes recorded by the platform double."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,34 @@ async def test_a_voice_note_that_cannot_be_downloaded_is_resolved_honestly(db, t
         assert "file is too big" in row.meta["media_error"]
         assert [e for e, _ in outbound(live)] == ["sendMessage"]  # the customer still gets an answer
         assert await count(db, Receipt) == 1
+
+
+async def test_an_album_from_the_customer_is_three_rows_and_one_reply(db, tmp_path):
+    seen: list[object] = []
+
+    async def vision(messages, info):
+        from pydantic_ai import ModelResponse, ToolCallPart
+
+        seen.append(messages[-1].parts[-1].content)
+        return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": "Got all three!"}]})])
+
+    from pydantic_ai.models.function import FunctionModel
+
+    from frontdesk.platform.models.gateway import PydanticAIClient
+
+    chat = PydanticAIClient(FunctionModel(vision), "function:vision", timeout_s=10)
+    async with telegram(db, tmp_path, chat=chat) as live:
+        for n in (1, 2, 3):
+            update = json.loads(fixture(f"message__album_{n}.json"))
+            largest = max(update["message"]["photo"], key=lambda p: p["width"] * p["height"])
+            live.platform.media[f"files/{largest['file_id']}"] = (PHOTO + bytes([n]), "image/jpeg")
+            assert (await post(live, f"message__album_{n}.json")).json() == {"ok": True, "stored": 1}
+        await wait_idle(db)
+
+        rows = await live.messages()
+        assert [(r.content_type, r.status, r.meta["media_group_id"]) for r in rows] == [
+            ("image", "ready", rows[0].meta["media_group_id"])
+        ] * 3
+        (content,) = seen  # one turn for the whole album, all three images shown to the model
+        assert [part.data[-1] for part in content[1:]] == [1, 2, 3]
+        assert outbound(live) == [("sendMessage", {"chat_id": CHAT_ID, "text": "Got all three!"})]

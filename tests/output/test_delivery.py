@@ -221,3 +221,15 @@ async def test_prose_then_reply_after_the_hint_ships_the_reply(db):
     await runtime.assembler.process(first.conversation_id, "w")
 
     assert await reply_texts(db) == ["Proper answer"]
+
+
+def test_text_is_split_on_sentence_boundaries_within_the_limit():
+    from frontdesk.output.rendering import split_text, utf16_units
+
+    text = "First sentence here. Second one is here too. Third!"
+    assert split_text(text, 30) == ["First sentence here.", "Second one is here too. Third!"]
+    assert split_text(text, 25) == ["First sentence here.", "Second one is here too.", "Third!"]
+    assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+    emoji = "😀" * 30  # two UTF-16 units each, as LINE counts
+    assert all(utf16_units(piece) <= 11 for piece in split_text(emoji, 11, measure=utf16_units))
+    assert "".join(split_text(emoji, 11, measure=utf16_units)) == emoji

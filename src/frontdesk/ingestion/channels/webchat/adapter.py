@@ -19,8 +19,9 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from frontdesk.errors import ConflictError, PayloadError, TooLargeError
+from frontdesk.errors import ConflictError, PayloadError
 from frontdesk.ingestion.channels._deps import ChannelDeps
+from frontdesk.ingestion.channels._webhook import read_capped
 from frontdesk.ingestion.events import InboundMessage
 from frontdesk.output.transcript import latest_message_id, read_transcript
 
@@ -151,21 +152,6 @@ def _parse_last_event_id(value: str | None) -> tuple[int, int] | None:
 def body_limit(max_text_chars: int) -> int:
     """Bytes a valid message can take: 4 per character of text (UTF-8) plus room for the rest."""
     return max_text_chars * 4 + 2048
-
-
-async def read_capped(request: Request, limit: int) -> bytes:
-    """The body, refused once it passes ``limit`` bytes (before it is all in memory)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise TooLargeError(f"the body is {declared} bytes; the limit is {limit}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise TooLargeError(f"the body is over the {limit}-byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def _assistant_blocks(
