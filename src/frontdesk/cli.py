@@ -304,6 +304,7 @@ def receipts_replay(
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per platform call is noise at INFO
     try:
         app()
     except ConfigError as exc:

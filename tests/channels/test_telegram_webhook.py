@@ -4,6 +4,7 @@ API calls our reply makes recorded by the platform double."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -330,3 +331,14 @@ async def test_an_album_from_the_customer_is_three_rows_and_one_reply(db, tmp_pa
         (content,) = seen  # one turn for the whole album, all three images shown to the model
         assert [part.data[-1] for part in content[1:]] == [1, 2, 3]
         assert outbound(live) == [("sendMessage", {"chat_id": CHAT_ID, "text": "Got all three!"})]
+
+
+async def test_the_bot_token_never_reaches_a_log_line(db, tmp_path, caplog):
+    caplog.set_level(logging.INFO)  # DEBUG driver logs print SQL parameters: see the note in docs/channels.md
+    async with telegram(db, tmp_path) as live:
+        await post(live, "message__text.json")
+        await wait_idle(db)
+
+    assert "sendMessage" in caplog.text  # httpx did log the calls
+    assert TOKEN not in caplog.text
+    assert TOKEN.split(":")[1] not in caplog.text

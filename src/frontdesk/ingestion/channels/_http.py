@@ -7,6 +7,8 @@ take the call, so this is not a blind resend. Anything else is the caller's to r
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +18,24 @@ from frontdesk.errors import ChannelAPIError
 
 MAX_WAIT_FOR_RATE_LIMIT_S = 5.0
 MAX_MEDIA_BYTES = 20 * 1024 * 1024  # Telegram's download ceiling; more than any chat photo or voice note
+_BOT_TOKEN_IN_PATH = re.compile(r"/bot[0-9]+:[A-Za-z0-9_-]+")
+
+
+class RedactTokens(logging.Filter):
+    """httpx logs every request URL at INFO; Telegram's URLs carry the bot token. Whoever
+    configures logging, the token never reaches a log line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.msg = _BOT_TOKEN_IN_PATH.sub("/bot***", record.getMessage())
+            record.args = None
+        return True
+
+
+for _name in ("httpx2", "httpx"):
+    _logger = logging.getLogger(_name)
+    if not any(isinstance(f, RedactTokens) for f in _logger.filters):
+        _logger.addFilter(RedactTokens())
 
 
 def _retry_after(response: httpx2.Response, body: Any) -> float | None:
@@ -101,7 +121,4 @@ async def download(
 
 def _redact(url: str) -> str:
     """Telegram puts the bot token in the path: never let it reach an error message."""
-    head, sep, rest = url.partition("/bot")
-    if sep and "/" in rest:
-        return f"{head}/bot***/{rest.split('/', 1)[1]}"
-    return url
+    return _BOT_TOKEN_IN_PATH.sub("/bot***", url)
