@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fake_telegram import TOKEN, FakeTelegram
 from live import Live, live_channel
+from sqlalchemy import select
 
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.store.schema import Message, Receipt
@@ -342,3 +343,52 @@ async def test_the_bot_token_never_reaches_a_log_line(db, tmp_path, caplog):
     assert "sendMessage" in caplog.text  # httpx did log the calls
     assert TOKEN not in caplog.text
     assert TOKEN.split(":")[1] not in caplog.text
+
+
+async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_businesss_thread(db, tmp_path):
+    from frontdesk.cli_accounts import upsert_account
+    from frontdesk.platform.store.schema import Conversation, Tenant
+
+    async with telegram(db, tmp_path) as live:
+        async with db.transaction() as session:
+            session.add(
+                Tenant(
+                    id="rival", name="Rival Prints", pack="printshop", policy={}, created_at=live.runtime.clock.now()
+                )
+            )
+        await upsert_account(
+            db,
+            account_id="tg-rival-0001",
+            tenant_id="rival",
+            channel="telegram",
+            name="Rival bot",
+            config={"api_base_url": live.platform.base_url},
+            secrets={"bot_token": TOKEN, "webhook_secret": "rival-secret"},
+            now=live.runtime.clock.now(),
+        )
+        ours = await post(live, "message__text.json")
+        # This business's secret on the rival's URL, and the rival's secret on ours: both refused.
+        crossed = await live.http.post(
+            "/webhooks/telegram/tg-rival-0001", content=fixture("message__voice.json"), headers={HEADER: SECRET}
+        )
+        crossed_back = await live.http.post(
+            URL, content=fixture("message__voice.json"), headers={HEADER: "rival-secret"}
+        )
+        theirs = await live.http.post(
+            "/webhooks/telegram/tg-rival-0001",
+            content=fixture("message__sticker.json"),
+            headers={HEADER: "rival-secret"},
+        )
+        await wait_idle(db)
+
+        assert (ours.status_code, crossed.status_code, crossed_back.status_code, theirs.status_code) == (
+            200,
+            401,
+            401,
+            200,
+        )
+        async with db.read() as session:
+            threads = {c.tenant_id: c.id for c in await session.scalars(select(Conversation))}
+        rows = await live.messages()
+        assert {r.conversation_id for r in rows if r.channel_account_id == ACCOUNT} == {threads["demo"]}
+        assert {r.conversation_id for r in rows if r.channel_account_id == "tg-rival-0001"} == {threads["rival"]}
