@@ -8,6 +8,7 @@ rejections, a due memory refresh) inside the caller's fenced transaction.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from frontdesk.reasoning.turn import Turn
 
 SUMMARIZE_CONVERSATION = "summarize_conversation"
 MAX_IMAGES_PER_TURN = 4
+UNCONFIRMED_VOICE_CONFIDENCE = 0.5  # below the catalog's write threshold
 VOICE_FAILED_TEXT = "Sorry, I couldn't make out your voice message. Could you type it for me?"
 
 
@@ -114,6 +116,14 @@ class Agent:
                 preferred_language=context.language_so_far,
             ),
         )
+        if any(m.transcript_quality == "uncertain" for m in turn.batch):
+            # Words the transcriber was unsure of are not a basis for saving or changing anything:
+            # this turn gets read-only tools, and the prompt tells the model to confirm them first.
+            decision = dataclasses.replace(
+                decision,
+                confidence=min(decision.confidence, UNCONFIRMED_VOICE_CONFIDENCE),
+                signals=(*decision.signals, "voice_unconfirmed"),
+            )
         bundle = pack.catalog.bundle(decision)
         prefix = static_prefix(turn.business_name, policy, pack.playbook)
         tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names)
