@@ -82,7 +82,9 @@ class Runtime:
         signals = ConversationSignals()
         accounts = AccountDirectory(db)
         media = LocalMediaStore(
-            settings.media_dir, settings.media_signing_key.encode() if settings.media_signing_key else None
+            settings.media_dir,
+            settings.media_signing_key.encode() if settings.media_signing_key else None,
+            url_ttl_s=settings.media_url_ttl_s,
         )
         http = httpx2.AsyncClient(
             timeout=settings.channel_timeout_s, headers={"User-Agent": f"frontdesk/{__version__}"}

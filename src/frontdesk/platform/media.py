@@ -37,7 +37,7 @@ class MediaStore(Protocol):
 
     async def get(self, key: str) -> tuple[bytes, str]: ...
 
-    def signed_path(self, key: str, ttl_s: float = 3600) -> str:
+    def signed_path(self, key: str, ttl_s: float | None = None) -> str:
         """``/media/m/<key>?exp=…&sig=…``: append to the public base URL."""
         ...
 
@@ -52,9 +52,10 @@ def extension_for(mime_type: str) -> str:
 class LocalMediaStore:
     """Files under ``root``, named by content hash (the same bytes twice are stored once)."""
 
-    def __init__(self, root: Path, signing_key: bytes | None = None) -> None:
+    def __init__(self, root: Path, signing_key: bytes | None = None, *, url_ttl_s: float = 3600) -> None:
         self._root = root
         self._signing_key = signing_key
+        self._url_ttl_s = url_ttl_s
 
     def _key_bytes(self) -> bytes:
         if self._signing_key is None:
@@ -75,8 +76,8 @@ class LocalMediaStore:
         data = await asyncio.to_thread((self._root / key).read_bytes)
         return data, mimetypes.guess_type(key)[0] or "application/octet-stream"
 
-    def signed_path(self, key: str, ttl_s: float = 3600) -> str:
-        expires = int(time.time() + ttl_s)
+    def signed_path(self, key: str, ttl_s: float | None = None) -> str:
+        expires = int(time.time() + (self._url_ttl_s if ttl_s is None else ttl_s))
         return f"/media/m/{key}?exp={expires}&sig={self._sign(key, expires)}"
 
     def verify(self, key: str, expires: int, signature: str) -> bool:
