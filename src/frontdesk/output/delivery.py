@@ -31,7 +31,9 @@ from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversatio
 
 log = logging.getLogger(__name__)
 
-TYPING_EVERY_S = 4.0  # Telegram's "typing" lasts 5 s; Messenger's and WhatsApp's ~20-25 s
+# How often "typing…" is renewed, unless a renderer says otherwise with a ``typing_every_s``
+# attribute (Telegram's lasts 5 s; WhatsApp's 25 s, and each call also marks the message read).
+TYPING_EVERY_S = 4.0
 REPLAYABLE = (FAILED, PARTIAL)
 
 __all__ = ["FAILED", "PARTIAL", "SENDING", "SENT", "Deliverer", "DeliveryTarget", "StagedReply"]
@@ -239,7 +241,7 @@ class Deliverer:
                     await renderer.typing(target)
                 except Exception as exc:  # a typing indicator is never worth failing a turn
                     log.debug("typing indicator on %s failed: %s", target.channel, exc)
-                await asyncio.sleep(TYPING_EVERY_S)
+                await asyncio.sleep(float(getattr(renderer, "typing_every_s", TYPING_EVERY_S)))
 
         task = asyncio.create_task(keep_typing())
         try:

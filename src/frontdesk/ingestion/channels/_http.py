@@ -52,8 +52,12 @@ def _retry_after(response: httpx2.Response, body: Any) -> float | None:
 def _describe(body: Any, response: httpx2.Response) -> str:
     if isinstance(body, dict):
         error = body.get("error")
-        if isinstance(error, dict):  # Meta: {"error": {"message", "code", ...}}
-            return f"{error.get('code', '')} {error.get('message', '')}".strip()[:300]
+        if isinstance(error, dict):  # Meta: {"error": {"message", "code", "error_data": {"details"}}}
+            details = (
+                (error.get("error_data") or {}).get("details") if isinstance(error.get("error_data"), dict) else None
+            )
+            text = f"{error.get('code', '')} {error.get('message', '')}".strip()
+            return (f"{text}: {details}" if details else text)[:300]
         for key in ("description", "message", "error"):  # Telegram, LINE, others
             if isinstance(body.get(key), str):
                 return str(body[key])[:300]
