@@ -656,14 +656,37 @@ def message_body(message: dict[str, Any], **event: Any) -> dict[str, Any]:
     return {"object": "page", "entry": [{"id": PAGE_ID, "time": 1783000000100, "messaging": [{**messaging, **event}]}]}
 
 
-def test_an_image_without_an_https_url_has_no_media() -> None:
-    # What a media-less image becomes is modality's rule; ours is only "no MediaRef".
-    plain_http = {"type": "image", "payload": {"url": "http://scontent.xx.fbcdn.net/v/a.jpg"}}
-    too_long = {"type": "image", "payload": {"url": "https://scontent.xx.fbcdn.net/" + "a" * 4000}}
-    for attachment in (plain_http, too_long, {"type": "image"}):
+def test_an_image_without_a_fetchable_url_has_no_media_and_is_stored_as_not_available() -> None:
+    # A signed body can still name any URL, and the download runs inside our network: only https
+    # on Meta's CDN is followed.
+    refused = [
+        "http://scontent.xx.fbcdn.net/v/a.jpg",
+        "https://scontent.xx.fbcdn.net/" + "a" * 4000,
+        "https://169.254.169.254/latest/meta-data/",
+        "https://localhost/a.jpg",
+        "https://fbcdn.net.evil.example/a.jpg",
+        "https://scontent.xx.fbcdn.net:8443/a.jpg",
+        "https://user@scontent.xx.fbcdn.net/a.jpg",
+        "https://[::1/a.jpg",
+    ]
+    for attachment in [{"type": "image", "payload": {"url": url}} for url in refused] + [{"type": "image"}]:
         (event,) = parse(message_body({"mid": "m_1", "text": "this one", "attachments": [attachment]}))
         assert (event["content_type"], event["status"], event["media"]) == ("image", "ready", None)
-        assert event["text"].endswith("this one")
+        assert event["text"] == "[image: not available] this one"
+    (alone,) = parse(message_body({"mid": "m_1", "attachments": [{"type": "image"}]}))
+    assert (alone["status"], alone["text"]) == ("ready", "[image: not available]")
+
+
+def test_media_on_the_accounts_own_api_base_is_fetchable() -> None:
+    # The test double (or a proxy the operator configured) is the one non-CDN base we follow.
+    local = "http://127.0.0.1:8123/cdn/a.jpg"
+    config = {"page_id": PAGE_ID, "api_base_url": "http://127.0.0.1:8123"}
+    attachment = {"type": "image", "payload": {"url": local}}
+    (event,) = parse(message_body({"mid": "m_1", "attachments": [attachment]}), config=config)
+    assert (event["status"], event["media"]["ref"]) == ("pending", local)
+    other_port = {"type": "image", "payload": {"url": "http://127.0.0.1:81234/cdn/a.jpg"}}
+    (event,) = parse(message_body({"mid": "m_1", "attachments": [other_port]}), config=config)
+    assert event["media"] is None
 
 
 def test_an_unsupported_attachment_is_ignored_unless_it_carries_the_text() -> None:

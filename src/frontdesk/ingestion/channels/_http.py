@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx2
@@ -60,6 +60,14 @@ def _describe(body: Any, response: httpx2.Response) -> str:
             return (f"{text}: {details}" if details else text)[:300]
         for key in ("description", "message", "error"):  # Telegram, LINE, others
             if isinstance(body.get(key), str):
+                details = body.get("details")  # LINE: [{"message", "property"}]
+                if isinstance(details, list) and details:
+                    parts = [
+                        ": ".join(str(d[k]) for k in ("property", "message") if d.get(k))
+                        for d in details
+                        if isinstance(d, dict)
+                    ]
+                    return f"{body[key]} ({'; '.join(parts)})"[:300]
                 return str(body[key])[:300]
     return response.text[:300]
 
@@ -99,28 +107,64 @@ async def call_json(
     raise AssertionError("unreachable")
 
 
+MAX_REDIRECTS = 3
+
+
 async def download(
-    http: httpx2.AsyncClient, url: str, *, headers: Mapping[str, str] | None = None, limit: int = MAX_MEDIA_BYTES
+    http: httpx2.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    limit: int = MAX_MEDIA_BYTES,
+    allow: Callable[[str], bool] | None = None,
 ) -> tuple[bytes, str]:
-    """The bytes at ``url`` and their content type, refused past ``limit`` bytes."""
-    try:
-        async with http.stream("GET", url, headers=dict(headers or {}), follow_redirects=True) as response:
-            if not response.is_success:
-                raise ChannelAPIError(f"download: HTTP {response.status_code}", status=response.status_code)
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise ChannelAPIError(f"download: {declared} bytes is over the {limit}-byte limit")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise ChannelAPIError(f"download: over the {limit}-byte limit")
-                chunks.append(chunk)
-            mime = response.headers.get("content-type", "application/octet-stream").split(";")[0].strip()
-            return b"".join(chunks), mime
-    except httpx2.HTTPError as exc:
-        raise ChannelAPIError(f"download: {type(exc).__name__}") from exc
+    """The bytes at ``url`` and their content type, refused past ``limit`` bytes.
+
+    Redirects are followed by hand (at most 3): every hop must be https (or stay on the first
+    URL's origin, e.g. a local test double) and pass ``allow``; credentials never follow a hop to
+    another origin. A signed webhook can still carry any URL, so nothing here trusts the target."""
+    current, sent_headers = url, dict(headers or {})
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            async with http.stream("GET", current, headers=sent_headers, follow_redirects=False) as response:
+                if response.is_redirect:
+                    target = str(response.url.join(response.headers.get("location", "")))
+                    if not _may_follow(url, target) or (allow is not None and not allow(target)):
+                        raise ChannelAPIError("download: redirected to a location we do not fetch from")
+                    if _origin(target) != _origin(current):
+                        sent_headers = {k: v for k, v in sent_headers.items() if k.lower() != "authorization"}
+                    current = target
+                    continue
+                return await _read_capped(response, limit)
+        except httpx2.HTTPError as exc:
+            raise ChannelAPIError(f"download: {type(exc).__name__}") from exc
+    raise ChannelAPIError("download: too many redirects")
+
+
+async def _read_capped(response: httpx2.Response, limit: int) -> tuple[bytes, str]:
+    if not response.is_success:
+        raise ChannelAPIError(f"download: HTTP {response.status_code}", status=response.status_code)
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ChannelAPIError(f"download: {declared} bytes is over the {limit}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ChannelAPIError(f"download: over the {limit}-byte limit")
+        chunks.append(chunk)
+    mime = response.headers.get("content-type", "application/octet-stream").split(";")[0].strip()
+    return b"".join(chunks), mime
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parsed = httpx2.URL(url)
+    return parsed.scheme, parsed.netloc.decode() if isinstance(parsed.netloc, bytes) else str(parsed.netloc)
+
+
+def _may_follow(first: str, target: str) -> bool:
+    return httpx2.URL(target).scheme == "https" or _origin(target) == _origin(first)
 
 
 def _redact(url: str) -> str:

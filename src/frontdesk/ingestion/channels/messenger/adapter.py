@@ -1,11 +1,54 @@
-"""Placeholder until the messenger webhook lands: no routes yet."""
+"""Messenger and Instagram webhooks: ``GET|POST /webhooks/{messenger|instagram}/{account_id}``.
+
+One router serves both products (the registry gives it to "messenger" only). ``GET`` is Meta's
+subscription handshake (``hub.verify_token`` against the account's ``verify_token``). ``POST``
+bodies are signed, ``X-Hub-Signature-256`` = HMAC-SHA256 of the raw bytes with the account's
+``app_secret``; the signature is checked before a byte is parsed. The account, and so the tenant,
+comes from the URL and that secret, never from the body (whose page id only filters).
+``message.mid`` is the idempotency key: a redelivered body stores nothing and sends nothing.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from frontdesk.ingestion.channels._deps import ChannelDeps
+from frontdesk.ingestion.channels._meta import answer_verification, check_meta_signature
+from frontdesk.ingestion.channels._webhook import AccountIdPath, apply_events, read_capped
+from frontdesk.ingestion.channels.messenger.inbound import CHANNELS, parse_events
 
 
 def build_router(deps: ChannelDeps) -> APIRouter:
-    return APIRouter(tags=["messenger"])
+    router = APIRouter(tags=["messenger"])
+    for channel in CHANNELS:
+        _add_routes(router, deps, channel)
+    return router
+
+
+def _add_routes(router: APIRouter, deps: ChannelDeps, channel: str) -> None:
+    # A function per channel so each route closes over its own ``channel``, not the loop variable.
+    path = f"/webhooks/{channel}/{{account_id}}"
+
+    @router.get(
+        path,
+        name=f"{channel}_verify",
+        response_class=PlainTextResponse,
+        responses={403: {"description": "wrong verify token"}, 404: {}, 422: {}},
+    )
+    async def verify(account_id: AccountIdPath, request: Request) -> PlainTextResponse:
+        account = await deps.accounts.get(account_id, (channel,))
+        return answer_verification(request, account)
+
+    @router.post(
+        path,
+        name=f"{channel}_webhook",
+        responses={401: {"description": "missing or wrong signature"}, 404: {}, 413: {}, 422: {}},
+    )
+    async def webhook(account_id: AccountIdPath, request: Request) -> JSONResponse:
+        account = await deps.accounts.get(account_id, (channel,))
+        raw = await read_capped(request)
+        check_meta_signature(request, account, raw)
+        events = parse_events(raw, account.id, account.config, channel=channel)
+        counts = await apply_events(deps, channel, events)
+        return JSONResponse({"ok": True, **counts})

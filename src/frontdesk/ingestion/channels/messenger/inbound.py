@@ -66,6 +66,10 @@ LINK_LABELS: dict[str, str] = {
     "story_mention": "story mention",
     "location": "location",
 }
+# Where Meta serves message attachments (Messenger: scontent/video *.fbcdn.net, cdn.fbsbx.com;
+# Instagram: lookaside.fbsbx.com, *.cdninstagram.com). A new CDN domain fails safe: the row is
+# stored as "[image: not available]" and the agent says so.
+MEDIA_HOSTS = ("fbcdn.net", "fbsbx.com", "cdninstagram.com", "facebook.com", "instagram.com")
 # Facebook wraps outbound links in a redirect; the customer shared the target.
 _REDIRECT_HOSTS = frozenset({"l.facebook.com", "lm.facebook.com", "l.messenger.com", "l.instagram.com"})
 _MAX_REF = 4000  # MediaRef.ref
@@ -92,7 +96,7 @@ def parse_events(raw: bytes, account_id: str, config: Mapping[str, Any], *, chan
     events: list[InboundEvent] = []
     try:
         for entry in envelope.entry:
-            events.extend(_entry_events(entry, own_id, account_id))
+            events.extend(_entry_events(entry, own_id, account_id, config))
     except ValidationError as exc:  # a value our own event types refuse: still the sender's payload
         raise PayloadError(f"invalid {channel} event: {_problems(exc)}") from exc
     return events
@@ -129,20 +133,22 @@ def _configured_id(config: Mapping[str, Any], key: str) -> str | None:
     return str(value)
 
 
-def _entry_events(entry: Entry, own_id: str | None, account_id: str) -> list[InboundEvent]:
+def _entry_events(entry: Entry, own_id: str | None, account_id: str, config: Mapping[str, Any]) -> list[InboundEvent]:
     count = len(entry.messaging) + len(entry.standby) + len(entry.changes)
     if own_id is not None and entry.id != own_id:
         return [IgnoredEvent(reason="another page") for _ in range(count)]
     events: list[InboundEvent] = []
     for event in entry.messaging:
-        events.extend(_messaging_events(event, entry.id, account_id))
+        events.extend(_messaging_events(event, entry.id, account_id, config))
     # Handover protocol: another app owns the thread, we only listen.
     events.extend(IgnoredEvent(reason="standby") for _ in entry.standby)
     events.extend(IgnoredEvent(reason=f"{change.field or 'unknown'} change") for change in entry.changes)
     return events
 
 
-def _messaging_events(event: MessagingEvent, entry_id: str, account_id: str) -> list[InboundEvent]:
+def _messaging_events(
+    event: MessagingEvent, entry_id: str, account_id: str, config: Mapping[str, Any]
+) -> list[InboundEvent]:
     message = event.message
     if message is None:
         for name, reason in IGNORED_EVENTS:
@@ -175,6 +181,7 @@ def _messaging_events(event: MessagingEvent, entry_id: str, account_id: str) -> 
         _attachment_event(
             attachment,
             message,
+            config,
             caption=message.text if index == 0 else None,
             channel_account_id=account_id,
             contact_external_id=sender_id,
@@ -224,6 +231,7 @@ def _distinct(message: Message) -> list[Attachment]:
 def _attachment_event(
     attachment: Attachment,
     message: Message,
+    config: Mapping[str, Any],
     *,
     caption: str | None,
     channel_account_id: str,
@@ -251,15 +259,15 @@ def _attachment_event(
     if kind == "like_heart":  # Instagram's heart "sticker": no payload at all
         return emit(content_type="sticker", text=caption, label="\u2764\ufe0f")
     if kind == "image":
-        media_url = _fetchable(url)
+        media_url = fetchable_url(url, config)
         media = MediaRef(kind="image", ref=media_url) if media_url else None
         return emit(content_type="image", text=caption, media=media)
     if kind == "audio":  # voice notes arrive as audio too
-        media_url = _fetchable(url)
+        media_url = fetchable_url(url, config)
         media = MediaRef(kind="audio", ref=media_url) if media_url else None
         return emit(content_type="audio", text=caption, media=media)
     if kind in VIDEO_TYPES or kind == "file":
-        kept_url = _fetchable(url)
+        kept_url = fetchable_url(url, config)
         if kept_url:
             meta["attachment_url"] = kept_url
         if kind == "file":
@@ -275,12 +283,23 @@ def _attachment_event(
     return IgnoredEvent(reason=f"unsupported attachment: {kind[:60]}")
 
 
-def _fetchable(url: str | None) -> str | None:
-    """The URL when a job can GET it: https with a host, and short enough for a ``MediaRef``."""
+def fetchable_url(url: str | None, config: Mapping[str, Any]) -> str | None:
+    """The URL when a job may GET it, else None. A signed body can still name any URL, and the
+    fetch runs inside our network (SSRF): only https on Meta's CDN hosts is followed, plus the
+    account's own ``api_base_url`` (the test double, a proxy), which the operator chose."""
     if not url or len(url) > _MAX_REF:
         return None
-    parts = urlsplit(url)
-    return url if parts.scheme == "https" and parts.hostname else None
+    base = str(config.get("api_base_url") or "").rstrip("/")
+    if base and url.startswith(f"{base}/"):
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # an unparsable netloc or port
+        return None
+    host = parts.hostname or ""
+    on_cdn = any(host == domain or host.endswith(f".{domain}") for domain in MEDIA_HOSTS)
+    return url if parts.scheme == "https" and on_cdn and port in (None, 443) and not parts.username else None
 
 
 def _file_name(url: str | None) -> str | None:
