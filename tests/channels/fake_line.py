@@ -33,23 +33,9 @@ class FakeLine(FakePlatform):
     transcoding: dict[str, list[str]] = field(default_factory=dict)
     delivered: list[dict[str, Any]] = field(default_factory=list)
     next_message_id: int = 600000000000000000
-    _test_failure = None  # not a field: the base ``__init__`` sets it through the setter below
 
-    # ``FakePlatform`` calls ``self.fail_when(call)`` before ``respond``; LINE's own refusals
-    # (need a status code, which ``respond`` cannot give) ride on it behind the test's hook.
-    @property  # type: ignore[override]
-    def fail_when(self) -> Any:
-        return self._refuse
-
-    @fail_when.setter
-    def fail_when(self, hook: Any) -> None:
-        self._test_failure = hook
-
-    def _refuse(self, call: Call) -> tuple[int, Any] | None:
-        if self._test_failure is not None:
-            failure = self._test_failure(call)
-            if failure is not None:
-                return failure
+    def refuse(self, call: Call) -> tuple[int, Any] | None:
+        """LINE's own refusals, checked after the test's ``fail_when``."""
         if call.headers.get("authorization") != f"Bearer {TOKEN}":
             return 401, {"message": "Authentication failed. Confirm that the access token is valid."}
         body = call.body if isinstance(call.body, dict) else {}

@@ -53,6 +53,7 @@ class Call:
     path: str
     headers: dict[str, str]
     body: Any  # decoded JSON, else the raw text
+    query: str = ""
 
     @property
     def endpoint(self) -> str:
@@ -73,6 +74,10 @@ class FakePlatform:
         """The JSON a successful call returns (platform-specific)."""
         raise NotImplementedError
 
+    def refuse(self, call: Call) -> tuple[int, Any] | None:
+        """The platform's own refusals (a bad token, a used reply token), as (status, body)."""
+        return None
+
     def media_path(self, path: str) -> str | None:
         """The key in ``media`` a GET path serves, if it is a media download (platform-specific)."""
         return path
@@ -84,7 +89,7 @@ class FakePlatform:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:
                 body = raw.decode(errors="replace")
-            call = Call(request.method, request.url.path, dict(request.headers), body)
+            call = Call(request.method, request.url.path, dict(request.headers), body, request.url.query)
             if request.method == "GET":
                 key = self.media_path(call.path)
                 if key is not None and key in self.media:
@@ -92,10 +97,10 @@ class FakePlatform:
                     data, mime = self.media[key]
                     return Response(data, media_type=mime)
             self.calls.append(call)
-            if self.fail_when is not None:
-                failure = self.fail_when(call)
-                if failure is not None:
-                    return JSONResponse(failure[1], status_code=failure[0])
+            failure = self.fail_when(call) if self.fail_when is not None else None
+            failure = failure or self.refuse(call)
+            if failure is not None:
+                return JSONResponse(failure[1], status_code=failure[0])
             return JSONResponse(self.respond(call))
 
         return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST", "DELETE", "PUT"])])

@@ -107,7 +107,7 @@ def _replace_somewhere(document: Any, replacement: Any, path: list[int]) -> Any:
     keys = list(document) if isinstance(document, dict) else list(range(len(document)))
     key = keys[path[0] % len(keys)]
     copy = dict(document) if isinstance(document, dict) else list(document)
-    copy[key] = _replace_somewhere(document[key], replacement, path[1:])  # type: ignore[index]
+    copy[key] = _replace_somewhere(document[key], replacement, path[1:])
     return copy
 
 
