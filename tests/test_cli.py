@@ -270,3 +270,43 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
+
+
+def test_accounts_add_prints_the_webhook_url_and_secret_names_never_their_values(env, tmp_path):
+    env = {**env, "FRONTDESK_PUBLIC_URL": "https://shop.example"}
+    added = frontdesk(
+        "accounts", "add", "telegram", "--id", "tg-shop-0001", "--config", "bot_id=42",
+        "--secret", "bot_token=42:VERY-SECRET", "--secret", "webhook_secret=hush-hush",
+        env=env, cwd=tmp_path,
+    )  # fmt: skip
+
+    assert added.returncode == 0, added.stderr
+    assert "URL: https://shop.example/webhooks/telegram/tg-shop-0001" in added.stdout
+    assert "secrets set: bot_token, webhook_secret" in added.stdout
+    assert "VERY-SECRET" not in added.stdout + added.stderr
+    assert "hush-hush" not in added.stdout + added.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["accounts", "add", "fax", "--id", "fax-00001"], "unknown channel 'fax'"),
+        (["accounts", "add", "telegram", "--id", "bad id!"], "account id 'bad id!'"),
+        (["accounts", "add", "line", "--id", "line-00001", "--secret", "token"], "must look like key=value"),
+        (["accounts", "add", "line", "--id", "line-00001", "--tenant", "nobody"], "no tenant 'nobody'"),
+    ],
+)
+def test_accounts_add_refuses_bad_input_in_one_line(env, tmp_path, args, problem):
+    result = frontdesk(*args, env=env, cwd=tmp_path)
+
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert problem in line
+
+
+def test_replaying_a_receipt_that_does_not_exist_is_a_one_line_error(env, tmp_path):
+    assert frontdesk("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
+    result = frontdesk("receipts", "replay", "999", env=env, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert error_lines(result.stderr) == ["error: no receipt 999"]
