@@ -44,6 +44,7 @@ class StagedReply:
     target: DeliveryTarget
     receipt_id: int
     blocks: tuple[Block, ...]
+    parts: tuple[tuple[int, PlannedPart], ...] = ()  # (delivery_parts id, the call), in order
 
 
 class Deliverer:
@@ -101,25 +102,26 @@ class Deliverer:
         )
         session.add(receipt)
         await session.flush()
-        await self._add_parts(session, receipt, target, blocks)
-        return StagedReply(target=target, receipt_id=receipt.id, blocks=tuple(blocks))
+        parts = await self._add_parts(session, receipt, target, blocks)
+        return StagedReply(target=target, receipt_id=receipt.id, blocks=tuple(blocks), parts=tuple(parts))
 
     async def _add_parts(
         self, session: AsyncSession, receipt: Receipt, target: DeliveryTarget, blocks: Sequence[Block]
-    ) -> None:
+    ) -> list[tuple[int, PlannedPart]]:
         renderer = self._renderers.get(target.channel)
         if renderer is None:
             receipt.errors = [{"error": f"no renderer for {target.channel!r}"}]
-            return
+            return []
         try:
             plan = renderer.plan(target, blocks)
         except Exception as exc:  # a plan that cannot be made is a failed delivery, not a lost turn
             log.exception("cannot plan a %s delivery", target.channel)
             receipt.errors = [{"error": f"cannot plan: {type(exc).__name__}: {exc}"[:500]}]
-            return
+            return []
         now = self._clock.now()
+        rows: list[DeliveryPart] = []
         for seq, part in enumerate(plan):
-            session.add(
+            rows.append(
                 DeliveryPart(
                     receipt_id=receipt.id,
                     channel_account_id=target.channel_account_id,
@@ -135,11 +137,13 @@ class Deliverer:
                     updated_at=now,
                 )
             )
+        session.add_all(rows)
         receipt.parts_total = len(plan)
         await session.flush()
+        return [(row.id, part) for row, part in zip(rows, plan, strict=True)]
 
     async def deliver(self, staged: StagedReply) -> str:
-        return await self._send_unsent(staged.receipt_id, staged.target, replay=False)
+        return await self._send(staged.receipt_id, staged.target, staged.parts, replay=False)
 
     async def replay(self, receipt_id: int, *, include_sending: bool = False) -> str:
         """Resend the parts of a ``failed``/``partial`` delivery that did not go out (``sending``
@@ -191,17 +195,27 @@ class Deliverer:
         )
 
     async def _send_unsent(self, receipt_id: int, target: DeliveryTarget, *, replay: bool) -> str:
-        renderer = self._renderers.get(target.channel)
         async with self._db.read() as session:
-            parts = list(
+            rows = list(
                 await session.scalars(
                     select(DeliveryPart)
                     .where(DeliveryPart.receipt_id == receipt_id, DeliveryPart.status != SENT)
                     .order_by(DeliveryPart.seq)
                 )
             )
-        for row in parts:
-            part = PlannedPart(row.block_index, row.kind, row.request, texts=row.texts, images=row.images)
+        parts = [(r.id, PlannedPart(r.block_index, r.kind, r.request, texts=r.texts, images=r.images)) for r in rows]
+        return await self._send(receipt_id, target, parts, replay=replay)
+
+    async def _send(
+        self, receipt_id: int, target: DeliveryTarget, parts: Sequence[tuple[int, PlannedPart]], *, replay: bool
+    ) -> str:
+        """One platform call per part, in order; each outcome is committed before the next call
+        (the last one together with the receipt's final state)."""
+        renderer = self._renderers.get(target.channel)
+        if not parts:
+            async with self._db.transaction() as session:
+                return await finish_receipt(session, receipt_id, self._clock.now())
+        for position, (part_id, part) in enumerate(parts):
             status, error = SENT, None
             ids: tuple[str, ...] = ()
             try:
@@ -209,12 +223,12 @@ class Deliverer:
                     raise LookupError(f"no renderer for {target.channel!r}")
                 ids = (await renderer.send(target, part, replay=replay)).platform_message_ids
             except Exception as exc:  # recorded on the part; the other parts still go out
-                log.warning("%s delivery part %s of receipt %s failed: %s", target.channel, row.seq, receipt_id, exc)
+                log.warning("%s delivery part %s of receipt %s failed: %s", target.channel, position, receipt_id, exc)
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"[:1000]
             async with self._db.transaction() as session:
                 await session.execute(
                     update(DeliveryPart)
-                    .where(DeliveryPart.id == row.id)
+                    .where(DeliveryPart.id == part_id)
                     .values(
                         status=status,
                         error=error,
@@ -224,8 +238,9 @@ class Deliverer:
                         updated_at=self._clock.now(),
                     )
                 )
-        async with self._db.transaction() as session:
-            return await finish_receipt(session, receipt_id, self._clock.now())
+                if position == len(parts) - 1:
+                    return await finish_receipt(session, receipt_id, self._clock.now())
+        raise AssertionError("unreachable")
 
     @asynccontextmanager
     async def typing_while(self, target: DeliveryTarget) -> AsyncIterator[None]:
