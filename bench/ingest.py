@@ -165,7 +165,8 @@ async def reset_postgres(database_url: str) -> None:
     engine = create_async_engine(database_url)
     try:
         async with engine.begin() as connection:
-            await connection.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+            await connection.execute(text("DROP SCHEMA public CASCADE"))
+            await connection.execute(text("CREATE SCHEMA public"))
     finally:
         await engine.dispose()
 
