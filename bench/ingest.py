@@ -153,7 +153,9 @@ async def stored_messages(database_url: str, account: str) -> int:
 
             return int(
                 await connection.scalar(
-                    select(func.count()).select_from(Message).where(Message.channel_account_id == account)
+                    select(func.count())
+                    .select_from(Message)
+                    .where(Message.channel_account_id == account, Message.role == "user")
                 )
                 or 0
             )
