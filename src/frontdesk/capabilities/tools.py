@@ -100,12 +100,16 @@ class Tool:
     input_model: type[BaseModel]
     handler: Handler
     kind: ToolKind = "retrieval"
+    # A schema that is not generated from ``input_model``: an MCP server's own input schema
+    # (``input_model`` then checks arguments against it).
+    json_schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def definition(self) -> ToolDefinition:
+        schema = compact_schema(self.json_schema) if self.json_schema is not None else _schema(self.input_model)
         return ToolDefinition(
             name=self.name,
             description=self.description,
-            parameters_json_schema=copy.deepcopy(_schema(self.input_model)),  # a provider may edit its copy
+            parameters_json_schema=copy.deepcopy(schema),  # a provider may edit its copy
         )
 
 
