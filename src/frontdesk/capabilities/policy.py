@@ -101,7 +101,7 @@ class ToolPolicyCatalog:
     def bundle(self, decision: RoutingDecision) -> Bundle:
         """The tools for ``decision``. Unknown or unsure turns get read-only discovery tools; a
         write tool also needs a write-capable intent, a matching phase and, when it asks for one,
-        a confirmation signal."""
+        a confirmation signal; on a side query, a write tool must name the flow's phase."""
         unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
         chosen: list[Tool] = []
         for name, tool in self._tools.items():
@@ -118,6 +118,9 @@ class ToolPolicyCatalog:
                 )
                 if policy.writes and policy.requires_confirmation:
                     offered = offered and CONFIRMED_SIGNAL in decision.signals
+                if policy.writes and decision.side_query:
+                    # A side question mid-flow adds read tools; the only writes are the flow's own.
+                    offered = offered and decision.phase in policy.phases
             if offered:
                 chosen.append(tool)
         names: dict[str, Tool] = {}

@@ -63,6 +63,9 @@ class RouterState:
     # The language of the conversation so far (the last turn's, else episodic memory's): used
     # when the message itself says nothing about it ("Ana, 555 123 4567").
     preferred_language: str | None = None
+    # An open multi-step flow (a workflow draft): its phase and the domains it works in.
+    workflow_phase: str | None = None
+    workflow_domains: frozenset[str] = frozenset()
 
 
 class Router:
