@@ -282,6 +282,23 @@ def accounts_add(
     asyncio.run(run())
 
 
+@app.command("loyalty-mcp")
+def loyalty_mcp(
+    db: Annotated[Path, typer.Option(help="the loyalty service's SQLite file (created and seeded if new)")] = Path(
+        "./loyalty.db"
+    ),
+    transport: Annotated[str, typer.Option(help="stdio (spawned by frontdesk) or http (Streamable HTTP)")] = "stdio",
+    host: Annotated[str, typer.Option(help="bind address for http")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port for http; the endpoint is http://HOST:PORT/mcp")] = 8765,
+) -> None:
+    """Run the loyalty pack's domain service as an MCP server (100 tools over 8 domains)."""
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown transport {transport!r} (use stdio or http)")
+    from frontdesk.packs.loyalty.server import main as serve_loyalty
+
+    serve_loyalty("stdio" if transport == "stdio" else "http", db, host=host, port=port)
+
+
 @receipts_app.command("replay")
 def receipts_replay(
     receipt_id: Annotated[int, typer.Argument(help="a failed or partial delivery receipt")],
