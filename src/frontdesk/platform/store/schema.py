@@ -312,3 +312,35 @@ class Job(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+class WorkflowDraft(Base):
+    """The state of a multi-step flow in one conversation (``workflows.WorkflowStore``): ``phase`` is
+    the flow's own step, ``status`` the lifecycle (open → submitting → submitted, or cancelled /
+    expired), ``version`` the compare-and-set counter.
+
+    ``open_slot`` is TRUE while the draft is open or submitting and NULL afterwards. NULLs never
+    collide in a unique constraint, so the constraint allows one live draft per (conversation,
+    workflow) on both backends without a partial index. ``idempotency_key`` is unique: the last line
+    against a second submit running the side effect again."""
+
+    __tablename__ = "workflow_drafts"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "workflow", "open_slot"),
+        Index("ix_workflow_drafts_sweep", "status", "expires_at"),
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    workflow: Mapped[str] = mapped_column(String(100))
+    phase: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    open_slot: Mapped[bool | None] = mapped_column(Boolean)
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    version: Mapped[int] = mapped_column(Integer)
+    owner: Mapped[str] = mapped_column(String(200))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    result: Mapped[dict[str, Any] | None]
+    expires_at: Mapped[datetime]
+    submitted_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
