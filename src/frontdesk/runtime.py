@@ -37,6 +37,7 @@ from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
 from frontdesk.settings import Settings
+from frontdesk.workflows import WorkflowStore
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Runtime:
     model_label: str
     packs: dict[str, Pack]
     deliverer: Deliverer
+    workflows: WorkflowStore
 
     @classmethod
     def build(
@@ -141,6 +143,11 @@ class Runtime:
         async def requeue_orphans() -> int:
             return await assembler.requeue_orphans(queue)
 
+        workflows = WorkflowStore(db, clock)
+
+        async def drop_expired_drafts() -> int:
+            return await workflows.cleanup_expired(clock.now())
+
         runner = JobRunner(
             queue,
             {
@@ -150,11 +157,23 @@ class Runtime:
             },
             concurrency=settings.workers,
             poll_interval_s=settings.poll_interval_s,
-            sweeps=[queue.requeue_abandoned, requeue_orphans],
+            sweeps=[queue.requeue_abandoned, requeue_orphans, drop_expired_drafts],
             sweep_interval_s=settings.sweeper_interval_s,
         )
         return cls(
-            settings, db, clock, queue, ingestor, assembler, signals, runner, deps, model_label, dict(PACKS), deliverer
+            settings,
+            db,
+            clock,
+            queue,
+            ingestor,
+            assembler,
+            signals,
+            runner,
+            deps,
+            model_label,
+            dict(PACKS),
+            deliverer,
+            workflows,
         )
 
     async def close(self) -> None:

@@ -18,6 +18,9 @@ Risk = Literal["low", "medium", "high"]
 
 # Intents that never unlock a write tool, whatever domains a router attached to them.
 READ_ONLY_INTENTS = frozenset({"greeting", "unknown"})
+# Intents that ask and never change anything: their domains' reads, and no writes (except, on a
+# side query, the open flow's own tools).
+ASKING_INTENTS = frozenset({"list", "search", "detail", "report"})
 MIN_WRITE_CONFIDENCE = 0.6
 CONFIRMED_SIGNAL = "confirmed"
 
@@ -118,9 +121,9 @@ class ToolPolicyCatalog:
                 )
                 if policy.writes and policy.requires_confirmation:
                     offered = offered and CONFIRMED_SIGNAL in decision.signals
-                if policy.writes and decision.side_query:
-                    # A side question mid-flow adds read tools; the only writes are the flow's own.
-                    offered = offered and decision.phase in policy.phases
+                if policy.writes and (decision.side_query or decision.intent in ASKING_INTENTS):
+                    # A question adds read tools; the only writes are an open flow's own.
+                    offered = offered and decision.side_query and decision.phase in policy.phases
             if offered:
                 chosen.append(tool)
         names: dict[str, Tool] = {}

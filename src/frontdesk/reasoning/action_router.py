@@ -19,10 +19,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from frontdesk.capabilities.policy import CONFIRMED_SIGNAL, RoutingDecision
+from frontdesk.capabilities.policy import ASKING_INTENTS, CONFIRMED_SIGNAL, RoutingDecision
 from frontdesk.reasoning.router import RouterState
 
-READ_ACTIONS = frozenset({"list", "search", "detail", "report"})
+READ_ACTIONS = ASKING_INTENTS
 IDLE = "idle"
 REVIEW_PHASE = "review"
 

@@ -1,0 +1,79 @@
+"""The loyalty pack's contract with its MCP server: every tool the server lists has a declared
+policy (the test names any that does not), and routing through the catalog keeps unknown or
+unsure turns away from every write tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from frontdesk.capabilities.mcp import McpToolSource
+from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.packs.loyalty.policies import DISCOVERY_DOMAINS, POLICIES
+from frontdesk.packs.loyalty.server import build_server
+from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
+from frontdesk.reasoning.router import RouterState
+
+LEXICON = Path(__file__).parents[2] / "src/frontdesk/packs/loyalty/data/lexicon.json"
+
+
+@pytest.fixture(scope="module")
+def router() -> ActionRouter:
+    return ActionRouter(ActionLexicon(**json.loads(LEXICON.read_text(encoding="utf-8"))))
+
+
+async def catalog(tmp_path) -> ToolPolicyCatalog:
+    source = McpToolSource("loyalty", build_server(tmp_path / "loyalty.db"))
+    await source.connect()
+    try:
+        return ToolPolicyCatalog(source.tools(), POLICIES, discovery_domains=DISCOVERY_DOMAINS)
+    finally:
+        await source.close()
+
+
+async def test_every_server_tool_has_a_policy_and_every_policy_a_tool(tmp_path):
+    tools = await catalog(tmp_path)
+
+    assert tools.unpoliced() == [], f"server tools without a policy: {tools.unpoliced()}"
+    assert sorted(set(POLICIES) - {t.name for t in tools.tools}) == []
+    assert len(tools.tools) >= 80
+
+
+UNSURE = [
+    "create",
+    "tạo",
+    "tạo cái mới đi",
+    "please delete everything",
+    "xóa hết",
+    "can you update it?",
+    "hello",
+    "do the thing we talked about",
+    "add 500",
+]
+
+
+@pytest.mark.parametrize("text", UNSURE)
+async def test_an_unknown_or_unsure_turn_never_sees_a_write_tool(tmp_path, router, text):
+    tools = await catalog(tmp_path)
+    decision = router.route(text, RouterState())
+    bundle = tools.bundle(decision)
+
+    writes = [t for t in bundle.tool_names if POLICIES[t].writes]
+    assert writes == [], f"{text!r} routed to {decision.intent} exposed {writes}"
+
+
+async def test_the_whole_rule_model_is_never_offered_to_the_model(tmp_path, router):
+    tools = await catalog(tmp_path)
+    for text in ("create a new rule for campaign cmp_0001", "tạo quy tắc mới", "update rule rul_0003"):
+        assert not {"rule_create", "rule_update"} & set(tools.bundle(router.route(text, RouterState())).tool_names)
+
+
+async def test_a_multi_domain_question_sees_the_tools_of_both_domains(tmp_path, router):
+    tools = await catalog(tmp_path)
+    names = set(tools.bundle(router.route("Which rules does campaign cmp_0002 have?", RouterState())).tool_names)
+
+    assert {"campaign_list_rules", "rule_get", "campaign_get"} <= names
+    assert not {n for n in names if POLICIES[n].writes}
+    assert not {n for n in names if "voucher" in POLICIES[n].domains and "campaign" not in POLICIES[n].domains}
