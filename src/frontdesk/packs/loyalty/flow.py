@@ -1,0 +1,200 @@
+"""Creating a rule in small steps (staged command DTOs) instead of one ~3,000-token tool.
+
+start (campaign, name) → choose the formula type → set *that type's* fields → set criteria →
+review → submit (confirmed). Each step is a small tool, offered only in its phase: the schema of
+a formula type's setter exists in a turn only once that type was chosen (phase
+``formula:<type>``). The draft lives in ``workflows`` (durable, compare-and-set, one per
+conversation), so a restart mid-flow loses nothing; the submit calls the service's
+``rule_create`` once per draft (the draft id is the idempotency key on both sides).
+
+Fields the customer did not give are never filled in here: a setter's required fields are
+required, and a validation failure names what is missing so the agent asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from frontdesk.capabilities.policy import ToolPolicy
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
+from frontdesk.packs.loyalty.server.models import FORMULA_MODELS, FormulaType, RuleCriteria
+from frontdesk.platform.ids import ConversationId
+from frontdesk.workflows import Draft, SubmitPending, WorkflowStore
+
+WORKFLOW = "loyalty.create_rule"
+CHOOSE_TYPE, CRITERIA, REVIEW = "formula_type", "criteria", "review"
+FORMULA_TYPES: tuple[str, ...] = get_args(FormulaType)
+FORMULA_PHASES = frozenset(f"formula:{t}" for t in FORMULA_TYPES)
+FLOW_PHASES = frozenset({CHOOSE_TYPE, CRITERIA, REVIEW}) | FORMULA_PHASES
+DRAFT_TTL_S = 6 * 3600
+
+ServiceCall = Callable[[str, Mapping[str, Any]], Awaitable[Any]]  # an MCP tool call by name
+
+
+class StartRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    campaign_id: str = Field(description="The campaign the rule belongs to (e.g. cmp_0003)")
+    name: str = Field(min_length=3, max_length=120, description="Rule name shown to staff")
+    description: str = Field(default="", max_length=1000)
+    priority: int = Field(default=100, ge=0, le=1000)
+    stackable: bool = Field(default=True)
+
+
+class ChooseFormula(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: FormulaType = Field(description="One of the 8 formula types")
+
+
+class NoArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _setter_model(formula_type: str) -> type[BaseModel]:
+    """The formula model without its ``type`` (the phase already says which)."""
+    base = FORMULA_MODELS[formula_type]
+    fields = {name: (info.annotation, info) for name, info in base.model_fields.items() if name != "type"}
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]  # pydantic's field tuples
+        f"Set_{formula_type}", __config__=ConfigDict(extra="forbid"), __doc__=base.__doc__, **fields
+    )
+    return model
+
+
+@dataclass(frozen=True)
+class RuleFlow:
+    workflows: WorkflowStore
+    service: ServiceCall
+
+    def tools(self) -> list[Tool]:
+        tools = [
+            Tool("rule_draft_start", "Start creating a rule in a campaign (the first step).", StartRule, self.start),
+            Tool("rule_draft_choose_formula", "Choose the new rule's formula type.", ChooseFormula, self.choose),
+            Tool("rule_draft_set_criteria", "Set when the new rule applies.", RuleCriteria, self.criteria),
+            Tool("rule_draft_review", "Show the new rule as it will be created.", NoArguments, self.review),
+            Tool(
+                "rule_draft_submit", "Create the rule (after the user confirmed).", NoArguments, self.submit, "action"
+            ),
+            Tool("rule_draft_cancel", "Abandon the rule being created.", NoArguments, self.cancel, "action"),
+        ]
+        for formula_type in FORMULA_TYPES:
+            description = f"Set the new rule's {formula_type} formula. {FORMULA_MODELS[formula_type].__doc__ or ''}"
+            tools.append(
+                Tool(
+                    f"rule_draft_set_{formula_type}",
+                    description.strip(),
+                    _setter_model(formula_type),
+                    self._setter(formula_type),
+                )
+            )
+        return tools
+
+    async def _draft(self, context: ToolContext) -> Draft:
+        draft = await self.workflows.current(ConversationId(context.conversation_id), WORKFLOW)
+        if draft is None:
+            raise ToolFailure("no rule is being created in this conversation; start one with rule_draft_start")
+        return draft
+
+    async def start(self, arguments: StartRule, context: ToolContext) -> ToolResult:
+        campaign = await self.service("campaign_get", {"campaign_id": arguments.campaign_id})
+        draft = await self.workflows.start(
+            ConversationId(context.conversation_id),
+            WORKFLOW,
+            owner=context.turn_key or "agent",
+            data={"rule": arguments.model_dump(exclude={"campaign_id"}), "campaign_id": arguments.campaign_id},
+            phase=CHOOSE_TYPE,
+            ttl_s=DRAFT_TTL_S,
+        )
+        types = await self.service("rule_list_formula_types", {})
+        return _result(draft, {"campaign": campaign, "formula_types": types, "next": "choose a formula type"})
+
+    async def choose(self, arguments: ChooseFormula, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        draft = await self.workflows.update(
+            draft.id, draft.version, phase=f"formula:{arguments.type}", data_changes={"formula": None}
+        )
+        return _result(draft, {"next": f"ask for the {arguments.type} fields the user has not given"})
+
+    def _setter(self, formula_type: str) -> Callable[[BaseModel, ToolContext], Awaitable[ToolResult]]:
+        async def set_formula(arguments: BaseModel, context: ToolContext) -> ToolResult:
+            draft = await self._draft(context)
+            if draft.phase != f"formula:{formula_type}":
+                raise ToolFailure(f"the chosen formula type is not {formula_type}; choose it first")
+            fields = arguments.model_dump(mode="json")
+            checked = await self.service("rule_validate_formula", {"type": formula_type, "fields": fields})
+            if not (isinstance(checked, dict) and checked.get("ok")):
+                raise ToolFailure(f"the formula is not valid: {checked}")
+            draft = await self.workflows.update(
+                draft.id, draft.version, phase=CRITERIA, data_changes={"formula": {"type": formula_type, **fields}}
+            )
+            return _result(draft, {"next": "ask when the rule applies (criteria), or set no restriction"})
+
+        return set_formula
+
+    async def criteria(self, arguments: RuleCriteria, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        if draft.phase not in (CRITERIA, REVIEW):
+            raise ToolFailure("set the formula before the criteria")
+        criteria = arguments.model_dump(mode="json", exclude_defaults=True)
+        checked = await self.service("rule_validate_criteria", {"criteria": criteria})
+        if not (isinstance(checked, dict) and checked.get("ok")):
+            raise ToolFailure(f"the criteria are not valid: {checked}")
+        draft = await self.workflows.update(draft.id, draft.version, phase=REVIEW, data_changes={"criteria": criteria})
+        return _result(draft, {"next": "show the rule and ask the user to confirm"})
+
+    async def review(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        return _result(draft, {"rule": _definition(draft)})
+
+    async def submit(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        if draft.phase != REVIEW and draft.status == "open":
+            raise ToolFailure("the rule is not complete yet; finish the formula and criteria first")
+
+        async def create(claimed: Draft) -> dict[str, Any]:
+            created = await self.service(
+                "rule_create",
+                {"campaign_id": claimed.data["campaign_id"], **_definition(claimed), "idempotency_key": claimed.id},
+            )
+            return created if isinstance(created, dict) else {"result": created}
+
+        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, create)
+        if isinstance(outcome, SubmitPending):
+            return ToolResult({"status": "being created", "draft_id": draft.id})
+        rule_id = str(outcome.result.get("id") or outcome.result.get("rule_id") or "")
+        evidence = ToolEvidence(references=frozenset({rule_id} - {""}), events=(("rule_created", rule_id or None),))
+        return ToolResult({"status": "created", "rule": outcome.result}, evidence, state_key=WORKFLOW)
+
+    async def cancel(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        await self.workflows.cancel(draft.id, draft.version)
+        return ToolResult({"status": "cancelled"}, ToolEvidence(events=(("rule_draft_cancelled", draft.id),)))
+
+
+def _definition(draft: Draft) -> dict[str, Any]:
+    return {**draft.data.get("rule", {}), "formula": draft.data.get("formula"), "criteria": draft.data.get("criteria")}
+
+
+def _result(draft: Draft, extra: Mapping[str, Any]) -> ToolResult:
+    return ToolResult({"draft_id": draft.id, "phase": draft.phase, **extra}, state_key=WORKFLOW)
+
+
+def flow_policies() -> dict[str, ToolPolicy]:
+    """Each step only in its phase; the submit also needs the user's confirmation."""
+
+    def step(operation: Literal["create", "update", "read"], phases: frozenset[str], **extra: Any) -> ToolPolicy:
+        return ToolPolicy(frozenset({"rule"}), operation, phases=phases, **extra)
+
+    policies = {
+        "rule_draft_start": step("create", frozenset({"idle"})),
+        "rule_draft_choose_formula": step("update", FLOW_PHASES),
+        "rule_draft_set_criteria": step("update", frozenset({CRITERIA, REVIEW})),
+        "rule_draft_review": step("read", FLOW_PHASES),
+        "rule_draft_submit": step("create", frozenset({REVIEW}), risk="medium", requires_confirmation=True),
+        "rule_draft_cancel": step("update", FLOW_PHASES),
+    }
+    for formula_type in FORMULA_TYPES:
+        policies[f"rule_draft_set_{formula_type}"] = step("update", frozenset({f"formula:{formula_type}"}))
+    return policies
