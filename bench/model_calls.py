@@ -2,9 +2,10 @@
 
 Runs every scenario in ``scenarios/`` (or the paths given) through the real pipeline with its
 scripted model and reads the turn traces: model requests per turn, and the prompt's parts per
-request — static prefix, tool schemas of the routed bundle, history, dynamic tail. Token counts
-are estimates (characters / 4; a real tokenizer arrives with issue 5). For comparison it also
-prints the schema size if every tool of the pack were offered on every turn (naive loading).
+request — static prefix, tool schemas of the routed bundle, history, dynamic tail, new messages —
+as the prompt recorded them in ``prompt_size``. Counts are real tokens (tiktoken ``o200k_base``,
+shipped with frontdesk, no network). For comparison it also prints the schema size if every tool
+of the pack were offered on every turn (naive loading).
 
     .venv/bin/python bench/model_calls.py [scenario paths...]
 """
@@ -12,7 +13,6 @@ prints the schema size if every tool of the pack were offered on every turn (nai
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -20,6 +20,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.context.budget import BudgetConfig
 from frontdesk.evals import load_scenario, run_scenario, scenario_files
 from frontdesk.packs import PACKS, PackDeps
 from frontdesk.platform.clock import SystemClock
@@ -28,22 +29,14 @@ from frontdesk.platform.store.schema import TurnTrace
 from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.runtime import Runtime
 
-CHARS_PER_TOKEN = 4
-
-
-def schema_chars(definitions: list) -> int:
-    return sum(
-        len(d.name) + len(d.description or "") + len(json.dumps(d.parameters_json_schema, ensure_ascii=False))
-        for d in definitions
-    )
-
 
 def naive_schema_tokens() -> int:
     """Every tool of the print-shop pack plus `reply`, as a naive loader would send each turn."""
     db = Database.from_url("sqlite+aiosqlite:///:memory:")
     tools = PACKS["printshop"].build_tools(PackDeps(db, SystemClock(), "http://bench/media"))
     catalog = ToolPolicyCatalog(tools, PACKS["printshop"].policies, discovery_domains=())
-    return schema_chars([*(t.definition() for t in catalog.tools), reply_tool_definition()]) // CHARS_PER_TOKEN
+    budget = BudgetConfig().for_model("openai:gpt-4o-mini")
+    return budget.schema_tokens([*(t.definition() for t in catalog.tools), reply_tool_definition()])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -66,11 +59,12 @@ async def main(targets: list[Path]) -> None:
     turns = [t for t in traces if t.prompt_size]
     requests = [len(t.usage) for t in turns]
     parts = {
-        "static prefix": [t.prompt_size["static_prefix_chars"] / CHARS_PER_TOKEN for t in turns],
-        "tool schemas": [t.prompt_size["tool_schema_chars"] / CHARS_PER_TOKEN for t in turns],
-        "history": [t.prompt_size["history_chars"] / CHARS_PER_TOKEN for t in turns],
-        "dynamic tail": [t.prompt_size["dynamic_tail_chars"] / CHARS_PER_TOKEN for t in turns],
-        "first request": [float(t.prompt_size["estimated_tokens"]) for t in turns],
+        "static prefix": [float(t.prompt_size["static_prefix_tokens"]) for t in turns],
+        "tool schemas": [float(t.prompt_size["tool_schema_tokens"]) for t in turns],
+        "history": [float(t.prompt_size["history_tokens"]) for t in turns],
+        "dynamic tail": [float(t.prompt_size["tail_tokens"]) for t in turns],
+        "new messages": [float(t.prompt_size["batch_tokens"]) for t in turns],
+        "first request": [float(t.prompt_size["total_tokens"]) for t in turns],
     }
     whole_turn = [float(sum(u.get("input_tokens") or 0 for u in t.usage)) for t in turns]
     naive = naive_schema_tokens()
@@ -79,7 +73,7 @@ async def main(targets: list[Path]) -> None:
         f"model requests per turn: mean {statistics.mean(requests):.2f}, median {statistics.median(requests):.0f}, "
         f"max {max(requests)}"
     )
-    print("estimated prompt tokens per turn (chars/4), first request of the turn:")
+    print("prompt tokens per turn (o200k_base), first request of the turn:")
     print(f"  {'part':<14} {'mean':>7} {'p50':>7} {'p95':>7} {'max':>7}")
     for name, values in parts.items():
         print(
@@ -87,12 +81,14 @@ async def main(targets: list[Path]) -> None:
             f"{pct(values, 0.95):>7.0f} {max(values):>7.0f}"
         )
     print(
-        f"input tokens per turn, all requests (as the script model reports them, chars/4 of the messages "
+        f"input tokens per turn, all requests (as the script model reports them: o200k tokens of the messages, "
         f"without tool schemas): mean {statistics.mean(whole_turn):.0f}, p95 {pct(whole_turn, 0.95):.0f}"
     )
     routed = statistics.mean(parts["tool schemas"])
     print(f"tool schemas if every tool were offered: {naive} tokens per request")
     print(f"routed / all tools: {routed / naive:.2f}x")
+    over = [t for t in turns if t.prompt_size["tool_schema_tokens"] > t.prompt_size["tool_schema_budget_tokens"]]
+    print(f"turns over the tool-schema budget ({turns[0].prompt_size['tool_schema_budget_tokens']}): {len(over)}")
     distinct = {t.prefix_hash for t in turns}
     print(f"distinct static-prefix hashes across all turns: {len(distinct)}")
 

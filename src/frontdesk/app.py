@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from frontdesk.errors import (
     TooLargeError,
 )
 from frontdesk.ingestion.channels import CHANNELS
+from frontdesk.platform import tokens
 from frontdesk.platform.media import KEY_PATTERN
 from frontdesk.runtime import Runtime
 
@@ -33,6 +35,7 @@ _MEDIA_FILE = re.compile(r"[a-z0-9][a-z0-9-]{0,80}\.(?:png|jpe?g|webp)")
 def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(tokens.warm)  # not inside the first turn, on the event loop
         if run_workers and runtime.settings.workers > 0:
             runtime.runner.start()
         try:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from frontdesk import __version__
 from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
@@ -126,6 +127,13 @@ class Runtime:
                 queue,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
+                budget=BudgetConfig(
+                    settings.chat_context_window,
+                    settings.chat_history_max_tokens,
+                    settings.chat_response_reserve_tokens,
+                    settings.chat_tool_result_reserve_tokens,
+                    settings.chat_tool_schema_budget_tokens,
+                ),
             ),
             deliverer,
             queue,

@@ -58,6 +58,14 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(default=60.0, gt=0)
     memory_every_replies: int = Field(default=4, ge=1)
 
+    # -- memory budget of the chat slot (tokens; see context/budget.py)
+    # Unset: the model family's published window (docs/configuration.md lists them).
+    chat_context_window: int | None = Field(default=None, ge=4096)
+    chat_history_max_tokens: int = Field(default=8000, ge=0)
+    chat_response_reserve_tokens: int = Field(default=2048, ge=256)
+    chat_tool_result_reserve_tokens: int = Field(default=4096, ge=256)
+    chat_tool_schema_budget_tokens: int = Field(default=3000, ge=256)
+
     # -- media (customer images and voice notes, re-hosted from the platforms)
     # Signs /media/m/ URLs; unset: a random key kept in <media_dir>/.signing-key.
     media_signing_key: str | None = Field(default=None, min_length=32, repr=False)

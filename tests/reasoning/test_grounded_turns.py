@@ -7,11 +7,13 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from frontdesk.context.budget import MESSAGE_OVERHEAD_TOKENS
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.demo import DEMO_BUSINESS
 from frontdesk.output.blocks import blocks_adapter
 from frontdesk.packs.printshop import FALLBACK_TEXTS, PACK
 from frontdesk.platform.store.schema import ClaimRejection, Contact, Notification, Task, Tenant
+from frontdesk.platform.tokens import count_tokens
 from harness import converse, count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
 
 PUBLIC = "http://frontdesk.test"
@@ -56,13 +58,14 @@ async def test_trace_records_route_bundle_prefix_prompt_size_and_accepted_claims
     }
     assert trace.tools_offered == CATALOG_TOOLS
     assert trace.prefix_hash == expected_prefix_hash()
-    assert trace.prompt_size["static_prefix_chars"] == len(
-        static_prefix(DEMO_BUSINESS, merge_policy(PACK.default_policy, {}), PACK.playbook)
-    )
-    assert trace.prompt_size["batch_chars"] == len("How much are business cards?")
-    assert trace.prompt_size["history_messages"] == 0
-    assert {"dynamic_tail_chars", "tool_schema_chars", "history_chars"} <= set(trace.prompt_size)
-    assert trace.prompt_size["estimated_tokens"] > 0
+    prefix = static_prefix(DEMO_BUSINESS, merge_policy(PACK.default_policy, {}), PACK.playbook)
+    size = trace.prompt_size
+    assert size["static_prefix_tokens"] == count_tokens(prefix) + MESSAGE_OVERHEAD_TOKENS
+    assert size["batch_tokens"] == count_tokens("How much are business cards?") + MESSAGE_OVERHEAD_TOKENS
+    assert (size["history_messages"], size["history_tokens"]) == (0, 0)
+    parts = ("static_prefix_tokens", "tool_schema_tokens", "history_tokens", "tail_tokens", "batch_tokens")
+    assert size["total_tokens"] == sum(size[k] for k in parts) == size["estimated_tokens"]
+    assert 0 < size["tool_schema_tokens"] <= size["tool_schema_budget_tokens"]
     assert trace.claims == [CARDS]
     assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("get_service_detail", True)]
 

@@ -4,21 +4,27 @@ dynamic tail, which carries the clock in the business's own time zone."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from pydantic_ai import ModelRequest, SystemPromptPart
+from pydantic_ai import ModelRequest, SystemPromptPart, UserPromptPart
 
 from frontdesk.capabilities.policy import RoutingDecision
-from frontdesk.context.conversation import ContactProfile, ConversationContext
+from frontdesk.context.budget import MESSAGE_OVERHEAD_TOKENS, BudgetConfig
+from frontdesk.context.conversation import ContactProfile, ContextLoader, ConversationContext
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.demo import seed_demo
+from frontdesk.packs import PackDeps
 from frontdesk.packs.printshop import PACK
 from frontdesk.platform.models.gateway import ModelGateway
-from frontdesk.platform.store.schema import Tenant
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Message, Tenant
+from frontdesk.platform.tokens import count_tokens
+from frontdesk.reasoning.agent import Agent
+from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.turn import Turn, TurnMessage
-from frontdesk.runtime import Runtime
+from frontdesk.runtime import Runtime, agent_packs
 from frontdesk.settings import Settings
 from harness import FAST, message, reply, script_client, traces
 
@@ -133,3 +139,169 @@ async def test_every_customer_and_time_shares_one_prefix_until_the_operator_edit
     assert "Ana Pérez" in march_tail
     assert "Tuesday 2026-06-30 22:30 (America/New_York)" in july_tail
     assert "Bảo Trần" in july_tail
+
+
+# -- the memory budget at the prompt
+
+
+SMALL_WINDOW = BudgetConfig(context_window=8192)
+
+
+def burst_turns(count: int, at: datetime) -> list[TurnMessage]:
+    """A stored conversation: an operator's opener, then turns of one or two customer messages
+    and one or two replies, of varied length."""
+    history = [TurnMessage(0, "assistant", "text", "Welcome to the print shop!", at)]
+    for n in range(count):
+        size = 5 + (n * 37) % 120
+        history.append(TurnMessage(len(history), "user", "text", f"turn {n}: " + "cho mình hỏi giá " * size, at))
+        if n % 4 == 0:
+            history.append(TurnMessage(len(history), "user", "text", f"turn {n}: and flyers too", at))
+        history.append(TurnMessage(len(history), "assistant", "text", f"turn {n}: " + "the price is $45. " * size, at))
+        if n % 3 == 0:
+            history.append(TurnMessage(len(history), "assistant", "text", f"turn {n}: anything else?", at))
+    return history
+
+
+def shown_history(messages) -> list[str]:
+    return [p.content for m in messages[1:-1] for p in m.parts]
+
+
+def test_a_long_history_is_cut_to_whole_turns_and_every_prompt_fits_the_window():
+    budget = SMALL_WINDOW.for_model("openai:gpt-4o-mini")
+    history = burst_turns(300, MARCH)
+    the_tail = tail(ContactProfile(name="Ana"), MARCH)
+    tools = PACK.build_tools(PackDeps(Database.from_url("sqlite+aiosqlite:///:memory:"), ManualClock(MARCH), ""))
+    schemas = [t.definition() for t in tools]
+    batch = (TurnMessage(-1, "user", "text", "cards?", MARCH),)
+    for end in range(1, len(history) + 1, 7):
+        turn = Turn("demo", PACK.business_name, "conv-1", batch, tuple(history[:end]))
+
+        prompt = build_prompt(turn, prefix(), prefix_hash(prefix()), the_tail, schemas, budget=budget)
+
+        size = prompt.size
+        assert size["total_tokens"] + budget.response_reserve + budget.tool_result_reserve <= budget.window
+        assert size["history_tokens"] <= size["history_budget_tokens"] <= 8000
+        shown = shown_history(prompt.messages)
+        assert shown == [m.text for m in history[end - len(shown) : end]]  # the newest messages, in order
+        if shown and end - len(shown) > 0:  # cut: it starts at a customer message that follows a reply
+            assert history[end - len(shown)].role == "user"
+            assert history[end - len(shown) - 1].role == "assistant"
+        assert size["history_messages"] + size["history_dropped_messages"] == end
+    assert size["history_dropped_turns"] > 200
+
+
+def quiet_runtime(db, clock, model) -> Runtime:
+    settings = Settings(**{**FAST, "quiet_window_s": 0})
+    return Runtime.build(settings, gateway=ModelGateway.with_clients({"chat": model}), db=db, clock=clock)
+
+
+class TokenCountingModel:
+    """Replies through a script and measures every request it is sent, tool schemas included."""
+
+    name = "openai:gpt-4o-mini"  # the budget's family: an exact window, no margin
+
+    def __init__(self) -> None:
+        self._script = script_client({"default": [reply("Noted!")]})
+        self.request_tokens: list[int] = []
+        self.first_history: list[object] = []
+
+    async def request(self, messages, params):
+        budget = SMALL_WINDOW.for_model(self.name)
+        texts = [p.content for m in messages for p in m.parts if isinstance(p.content, str)]
+        overhead = MESSAGE_OVERHEAD_TOKENS * len(messages)
+        self.request_tokens.append(
+            sum(count_tokens(t) for t in texts) + overhead + budget.schema_tokens(params.function_tools)
+        )
+        self.first_history.append(messages[1])
+        return await self._script.request(messages, params)
+
+
+async def test_the_agent_keeps_a_long_conversations_prompt_within_a_small_window(db, caplog):
+    clock, model = ManualClock(MARCH), TokenCountingModel()
+    runtime = Runtime.build(Settings(**FAST), gateway=ModelGateway.with_clients({"chat": model}), db=db, clock=clock)
+    accounts = await seed_demo(db, clock)
+    ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, "Hi there"))
+    budget = SMALL_WINDOW.for_model(model.name)
+    agent = Agent(
+        ModelGateway.with_clients({"chat": model}),
+        clock,
+        LoopLimits(),
+        agent_packs(runtime.settings, db, clock),
+        ContextLoader(db),
+        budget=SMALL_WINDOW,
+    )
+    history = burst_turns(400, MARCH)
+    batch = (TurnMessage(10_000, "user", "text", "How much are business cards?", MARCH),)
+
+    run = await agent.generate(Turn(accounts.tenant_id, "Demo", ingested.conversation_id, batch, tuple(history)))
+
+    assert run.result.outcome.value == "replied"
+    (sent,) = model.request_tokens
+    assert run.prompt_size["total_tokens"] == sent
+    assert sent + budget.response_reserve + budget.tool_result_reserve <= budget.window == 8192
+    assert 0 < run.prompt_size["history_tokens"] <= run.prompt_size["history_budget_tokens"]
+    assert run.prompt_size["history_dropped_turns"] > 390
+    assert isinstance(model.first_history[0], ModelRequest)
+    assert isinstance(model.first_history[0].parts[0], UserPromptPart)  # a whole turn, from its question
+    await runtime.close()
+
+
+async def test_history_beyond_the_old_twenty_messages_reaches_the_model_within_the_budget(db):
+    clock, model = ManualClock(MARCH), TokenCountingModel()
+    runtime = quiet_runtime(db, clock, model)
+    accounts = await seed_demo(db, clock)
+    long_text = "Mình cần in 500 tờ rơi, giao thứ sáu, giấy couché. " * 10  # ~200 tokens
+    for n in range(45):
+        inbound = message(accounts.terminal_id, f"{n}: {long_text}", session="ana", msg_id=str(n))
+        ingested = await runtime.ingestor.ingest(inbound)
+        await runtime.assembler.process(ingested.conversation_id, "w")
+
+    sizes = [t.prompt_size for t in await traces(db)]
+    assert len(sizes) == 45
+    for size in sizes:
+        assert size["history_tokens"] <= size["history_budget_tokens"] == 8000
+        assert (
+            size["total_tokens"] + size["response_reserve_tokens"] + size["tool_result_reserve_tokens"]
+            <= (size["context_window"])
+        )
+    assert max(s["history_messages"] for s in sizes) > 60  # far more than the 20 messages of old
+    assert sizes[-1]["history_dropped_turns"] > 0  # the budget, not a message count, decided
+    for first in model.first_history[1:]:
+        assert isinstance(first, ModelRequest)
+        assert isinstance(first.parts[0], UserPromptPart)
+    await runtime.close()
+
+
+async def test_a_history_cut_by_the_load_limit_starts_at_a_whole_turn(db):
+    clock, model = ManualClock(MARCH), TokenCountingModel()
+    runtime = quiet_runtime(db, clock, model)
+    accounts = await seed_demo(db, clock)
+    first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hello", session="ana"))
+    await runtime.assembler.process(first.conversation_id, "w")
+    async with db.transaction() as session:  # 84 stored turns of a question and two replies each
+        for n in range(84 * 3):
+            role = "user" if n % 3 == 0 else "assistant"
+            at = MARCH + timedelta(seconds=n + 1)
+            session.add(
+                Message(
+                    conversation_id=first.conversation_id,
+                    channel_account_id=accounts.terminal_id,
+                    role=role,
+                    content_type="text",
+                    content=f"{role} {n}",
+                    status="ready",
+                    processed_at=at,
+                    created_at=at,
+                )
+            )
+    clock.at = MARCH + timedelta(hours=1)
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "and the price?", session="ana"))
+    await runtime.assembler.process(first.conversation_id, "w")
+
+    # 254 answered messages, the newest 200 loaded; the oldest loaded turn lost its question and
+    # is left out, so the model's history opens with a customer message.
+    shown = model.first_history[-1]
+    assert isinstance(shown, ModelRequest)
+    assert shown.parts[0].content == "user 54"
+    assert (await traces(db))[-1].prompt_size["history_messages"] == 198
+    await runtime.close()

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import and_, exists, func, literal, or_, select, update
 
+from frontdesk.context.budget import drop_partial_first_turn
 from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
@@ -37,7 +38,9 @@ from frontdesk.reasoning.turn import Turn, TurnMessage
 
 log = logging.getLogger(__name__)
 
-HISTORY_MESSAGES = 20
+# The most stored messages one turn reads. The chat slot's memory budget decides how many of
+# them the model sees (whole turns, newest first); this only keeps the query bounded.
+HISTORY_LOAD_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -215,17 +218,21 @@ class TurnAssembler:
 
     async def _history(self, conversation_id: str) -> tuple[TurnMessage, ...]:
         """The conversation so far, in the order it was answered: a message that arrived while a
-        reply was being written has a smaller id than that reply but comes after it."""
+        reply was being written has a smaller id than that reply but comes after it. When the limit
+        cut the conversation, its oldest turn may be missing its start and is left out."""
         async with self._db.read() as session:
             rows = list(
                 await session.scalars(
                     select(Message)
                     .where(Message.conversation_id == conversation_id, Message.processed_at.is_not(None))
                     .order_by(Message.processed_at.desc(), Message.id.desc())
-                    .limit(HISTORY_MESSAGES)
+                    .limit(HISTORY_LOAD_LIMIT)
                 )
             )
-        return tuple(_turn_message(m) for m in reversed(rows))
+        history = [_turn_message(m) for m in reversed(rows)]
+        if len(rows) == HISTORY_LOAD_LIMIT:
+            history = drop_partial_first_turn(history, lambda m: m.role == "user")
+        return tuple(history)
 
     # -- running a turn
 

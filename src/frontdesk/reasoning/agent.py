@@ -1,14 +1,16 @@
 """The reasoning entry point: a ``Turn`` in, an ``AgentRun`` out.
 
 Per turn: load the conversation's context from the store, route the batch, derive the tool
-bundle from the pack's policy catalog, assemble the prompt (static prefix, dynamic tail), run the
-bounded loop with the verification gate. ``persist`` writes what the run learned (ledgers, claim
+bundle from the pack's policy catalog, assemble the prompt (static prefix, history within the chat
+slot's memory budget, dynamic tail), run the bounded loop with the verification gate, tool results
+shrunk to the budget's tool-result reserve. ``persist`` writes what the run learned (ledgers, claim
 rejections, a due memory refresh) inside the caller's fenced transaction.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,10 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.capabilities.policy import ToolPolicyCatalog
 from frontdesk.capabilities.tools import ToolContext
+from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.ledgers import WorkingState
+from frontdesk.context.truncation import ResultAllowance
 from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
@@ -34,6 +38,8 @@ from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import Router, RouterState
 from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.reasoning.turn import Turn
+
+log = logging.getLogger(__name__)
 
 SUMMARIZE_CONVERSATION = "summarize_conversation"
 MAX_IMAGES_PER_TURN = 4
@@ -76,6 +82,7 @@ class Agent:
         queue: JobQueue | None = None,
         cadence: EpisodicCadence | None = None,
         media: MediaStore | None = None,
+        budget: BudgetConfig | None = None,
     ) -> None:
         self._gateway = gateway
         self._clock = clock
@@ -85,6 +92,7 @@ class Agent:
         self._queue = queue
         self._cadence = cadence or EpisodicCadence()
         self._media = media
+        self._budget = budget or BudgetConfig()
 
     @property
     def model_name(self) -> str:
@@ -128,7 +136,17 @@ class Agent:
         prefix = static_prefix(turn.business_name, policy, pack.playbook)
         tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names)
         definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
-        prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions, await self._images(turn))
+        budget = self._budget.for_model(self.model_name)
+        images = await self._images(turn)
+        prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions, images, budget)
+        if prompt.size["tool_schema_tokens"] > budget.tool_schema_budget:
+            # Not refused (the turn still works, with less history): tests gate this per pack.
+            log.warning(
+                "tool schemas of route %s take %d tokens, over the budget of %d",
+                decision.intent,
+                prompt.size["tool_schema_tokens"],
+                budget.tool_schema_budget,
+            )
         tool_context = ToolContext(
             tenant_id=turn.tenant_id,
             conversation_id=turn.conversation_id,
@@ -144,6 +162,7 @@ class Agent:
             self._limits,
             state=state,
             fallback_text=pack.fallback_texts.get(decision.language, FALLBACK_TEXT),
+            results=ResultAllowance(budget.tool_result_reserve, budget.count),
         )
         memory_due = self._gateway.configured("utility") and self._cadence.due(
             context.assistant_replies + 1, context.snapshot_replies_covered, context.snapshot_updated_at, now

@@ -4,7 +4,8 @@ Bounds: a step ceiling, a stop on ``reply``, one targeted retry per failure kind
 prose instead of ``reply`` gets one hint, then its text is salvaged; an invalid ``reply`` payload
 gets one hint with the validation errors, then near-JSON salvage. A call to a tool outside the
 turn's bundle is answered with an error and never executed. After every tool step the working
-state (ledgers, this turn's evidence) is updated; a ``reply`` is audited by the verification gate
+state (ledgers, this turn's evidence) is updated, and the result is shrunk by its structure to what
+is left of the turn's tool-result reserve before the model reads it; a ``reply`` is audited by the verification gate
 (invariant 3): one rejection gets a retry whose hint names each failed claim, a second ships the
 safe fallback. Salvaged prose passes the same companion rules (prices, images) or is not sent.
 """
@@ -27,6 +28,7 @@ from pydantic_ai.models import ModelRequestParameters
 from frontdesk.capabilities.policy import Bundle
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
 from frontdesk.context.ledgers import WorkingState
+from frontdesk.context.truncation import ResultAllowance
 from frontdesk.errors import ModelAPIError
 from frontdesk.output.blocks import Block, text_blocks
 from frontdesk.platform.models.gateway import ModelClient
@@ -86,10 +88,12 @@ async def run_generation(
     *,
     state: WorkingState | None = None,
     fallback_text: str = FALLBACK_TEXT,
+    results: ResultAllowance | None = None,
 ) -> GenerationResult:
+    """``results``: the turn's tool-result reserve (None: results go to the model as they are)."""
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
-    run = _Run(bundle, context, state, fallback_text)
+    run = _Run(bundle, context, state, fallback_text, results)
     params = ModelRequestParameters(
         function_tools=[*(t.definition() for t in bundle.tools), reply_tool_definition()], allow_text_output=True
     )
@@ -126,6 +130,8 @@ async def run_generation(
         returns: list[ToolReturnPart] = []
         for call in calls:
             if call.tool_name != REPLY_TOOL:
+                if results is not None:
+                    results.spend(_raw_args(call))  # the call stays in the messages with its result
                 returns.append(await run.tool(call))
         for call in calls:
             if call.tool_name != REPLY_TOOL:
@@ -162,6 +168,7 @@ class _Run:
     context: ToolContext
     state: WorkingState
     fallback_text: str
+    results: ResultAllowance | None = None
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
 
     async def tool(self, call: ToolCallPart) -> ToolReturnPart:
@@ -194,7 +201,14 @@ class _Run:
         result = output if isinstance(output, ToolResult) else ToolResult(output)
         self.state.record(tool.name, result)  # the ledger is current after every step
         record["ok"] = True
-        return ToolReturnPart(call.tool_name, result.output, tool_call_id=call.tool_call_id)
+        content = result.output
+        if self.results is not None:
+            shrunk = self.results.fit(content)
+            content = shrunk.value
+            record["result_tokens"] = shrunk.tokens
+            if shrunk.truncated:
+                record["truncated_from_tokens"] = shrunk.original_tokens
+        return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id)
 
     def reject(self, blocks: list[Block], claims: Sequence[Claim], verdict: Verdict) -> None:
         self.result.rejections.append(

@@ -6,11 +6,14 @@ nothing that changes per turn, so its hash stays the same until an operator edit
 tail carries the clock in the business's time zone, the contact profile, open tasks, the
 episodic snapshot, the tool ledger and the route hint. Dynamic content never goes above static
 content: that would invalidate the provider's prompt cache every turn.
+
+Sizes are real token counts. The history gets what the slot's budget leaves once the prefix, the
+routed tool schemas, the tail, the new messages and both reserves are taken
+(``context.budget``); older turns are dropped whole.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,11 +30,12 @@ from pydantic_ai import (
 )
 
 from frontdesk.capabilities.policy import RoutingDecision
+from frontdesk.context.budget import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, BudgetConfig, ContextBudget, fit_history
 from frontdesk.context.conversation import ConversationContext
 from frontdesk.context.identity import LANGUAGE_NAMES
-from frontdesk.reasoning.turn import Turn
+from frontdesk.reasoning.turn import Turn, TurnMessage
 
-CHARS_PER_TOKEN = 4  # an estimate; issue 5 brings a real tokenizer
+DEFAULT_BUDGET = BudgetConfig().for_model("")
 
 
 @dataclass(frozen=True)
@@ -77,32 +81,48 @@ def build_prompt(
     tail: str,
     tool_definitions: Sequence[ToolDefinition],
     images: Sequence[BinaryContent] = (),
+    budget: ContextBudget = DEFAULT_BUDGET,
 ) -> Prompt:
     """The static prefix, the stored history, then the dynamic tail and the batch as one customer
     message. The tail goes last so that the prefix *and* the history before it stay byte-identical
     from one turn to the next, which is what a provider's prompt cache reuses."""
+    batch = "\n".join(m.text for m in turn.batch)
+    size = {
+        "static_prefix_tokens": budget.count(prefix) + MESSAGE_OVERHEAD_TOKENS,
+        "tool_schema_tokens": budget.schema_tokens(tool_definitions),
+        "tail_tokens": budget.count(tail),
+        "batch_tokens": budget.count(batch) + MESSAGE_OVERHEAD_TOKENS,
+        "image_tokens": IMAGE_TOKENS * len(images),
+    }
+    history_budget = budget.history_budget(sum(size.values()))
+
+    def message_tokens(message: TurnMessage) -> int:
+        return budget.count(message.text) + MESSAGE_OVERHEAD_TOKENS
+
+    history = fit_history(turn.history, history_budget, message_tokens, lambda m: m.role == "user")
     messages: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(prefix)])]
-    history_chars = 0
-    for message in turn.history:
-        history_chars += len(message.text)
+    for message in history.messages:
         if message.role == "assistant":
             messages.append(ModelResponse(parts=[TextPart(message.text)]))
         else:
             messages.append(ModelRequest(parts=[UserPromptPart(message.text)]))
-    batch = "\n".join(m.text for m in turn.batch)
     # Customer images ride with the batch as inline bytes (no public URL needed for a vision model).
     content: str | list[str | BinaryContent] = [batch, *images] if images else batch
     messages.append(ModelRequest(parts=[SystemPromptPart(tail), UserPromptPart(content)]))
-    tools_chars = len(json.dumps([t.parameters_json_schema for t in tool_definitions], ensure_ascii=False))
-    tools_chars += sum(len(t.name) + len(t.description or "") for t in tool_definitions)
-    size = {
-        "static_prefix_chars": len(prefix),
-        "dynamic_tail_chars": len(tail),
-        "tool_schema_chars": tools_chars,
-        "history_chars": history_chars,
-        "batch_chars": len(batch),
-        "history_messages": len(turn.history),
-        "images": len(images),
-    }
-    size["estimated_tokens"] = sum(v for k, v in size.items() if k.endswith("_chars")) // CHARS_PER_TOKEN
+    size["history_tokens"] = history.tokens
+    total = sum(size.values())
+    size.update(
+        total_tokens=total,
+        estimated_tokens=total,  # the pre-tokenizer name of total_tokens, for older readers of traces
+        history_messages=len(history.messages),
+        history_turns=history.turns,
+        history_dropped_turns=history.dropped_turns,
+        history_dropped_messages=history.dropped_messages,
+        images=len(images),
+        context_window=budget.window,
+        history_budget_tokens=history_budget,
+        tool_schema_budget_tokens=budget.tool_schema_budget,
+        response_reserve_tokens=budget.response_reserve,
+        tool_result_reserve_tokens=budget.tool_result_reserve,
+    )
     return Prompt(messages, prefix_hash, size)

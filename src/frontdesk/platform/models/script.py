@@ -34,6 +34,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from frontdesk.errors import ConfigError
+from frontdesk.platform.tokens import count_tokens
 
 USER_TEXT = "{user_text}"
 # {match:<group>}: a named group of the rule's regex; {result:<tool>.<path>}: a value from the
@@ -122,6 +123,19 @@ def _is_feedback(content: object) -> bool:
     return isinstance(content, str) and ("<pyai:retry_feedback>" in content or "<pyai:validation_errors>" in content)
 
 
+def _part_text(part: object) -> str:
+    if isinstance(part, ToolCallPart):
+        return part.args_as_json_str()
+    if isinstance(part, ToolReturnPart):
+        return part.model_response_str()
+    content = getattr(part, "content", "")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return " ".join(item for item in content if isinstance(item, str))
+    return str(content)
+
+
 class ScriptPlayer:
     def __init__(self, script: Script) -> None:
         self.script = script
@@ -163,8 +177,12 @@ class ScriptPlayer:
             for call in calls:
                 args: str | dict[str, Any] = call.raw_args if call.raw_args is not None else (call.args or {})
                 parts.append(ToolCallPart(call.tool, fill(args)))
-        request_chars = sum(len(str(m)) for m in messages)
-        usage = RequestUsage(input_tokens=request_chars // 4, output_tokens=sum(len(str(p)) for p in parts) // 4)
+        # Real token counts of what a provider would read (tool schemas not included), so traces
+        # and benchmarks of scripted runs are comparable with a real model's.
+        usage = RequestUsage(
+            input_tokens=sum(count_tokens(_part_text(p)) for m in messages for p in m.parts),
+            output_tokens=sum(count_tokens(_part_text(p)) for p in parts),
+        )
         return ModelResponse(parts=parts, usage=usage, model_name=f"script:{self.script.name}")
 
 
