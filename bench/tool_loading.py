@@ -29,42 +29,21 @@ import math
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import ToolDefinition
-
 from frontdesk.capabilities.mcp import McpToolSource
 from frontdesk.capabilities.policy import CONFIRMED_SIGNAL, MIN_WRITE_CONFIDENCE, RoutingDecision, ToolPolicyCatalog
+from frontdesk.context.budget import schema_text
 from frontdesk.packs.loyalty.policies import DISCOVERY_DOMAINS, POLICIES, STAGED_ONLY
 from frontdesk.packs.loyalty.server import build_server
+from frontdesk.platform.tokens import count_tokens
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
 from frontdesk.reasoning.router import RouterState
 
-
-def _tokenizer() -> tuple[Callable[[str], int], str]:
-    try:
-        from frontdesk.platform.tokens import count_tokens
-    except ImportError:  # the offline tokenizer module is missing: tiktoken's own (may download its file once)
-        import tiktoken
-
-        o200k = tiktoken.get_encoding("o200k_base")
-        return (lambda text: len(o200k.encode_ordinary(text))), "tiktoken o200k_base (FALLBACK: no platform.tokens)"
-    return count_tokens, "frontdesk.platform.tokens.count_tokens (o200k_base, shipped files)"
-
-
-count_tokens, TOKENIZER = _tokenizer()
-
-try:
-    from frontdesk.context.budget import schema_text
-except ImportError:  # the budget module is missing: the same serialisation, here
-
-    def schema_text(definition: ToolDefinition) -> str:
-        d = definition
-        payload = {"name": d.name, "description": d.description or "", "parameters": d.parameters_json_schema}
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+TOKENIZER = "frontdesk.platform.tokens.count_tokens (o200k_base, shipped files)"
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -77,3 +77,11 @@ async def test_a_multi_domain_question_sees_the_tools_of_both_domains(tmp_path, 
     assert {"campaign_list_rules", "rule_get", "campaign_get"} <= names
     assert not {n for n in names if POLICIES[n].writes}
     assert not {n for n in names if "voucher" in POLICIES[n].domains and "campaign" not in POLICIES[n].domains}
+
+
+async def test_an_action_gets_only_writes_of_its_kind(tmp_path, router):
+    tools = await catalog(tmp_path)
+    names = set(tools.bundle(router.route("Pause campaign Back to School", RouterState())).tool_names)
+
+    assert "campaign_pause" in names
+    assert not {"campaign_create", "campaign_clone", "campaign_delete"} & names

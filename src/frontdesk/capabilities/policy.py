@@ -22,6 +22,20 @@ READ_ONLY_INTENTS = frozenset({"greeting", "unknown"})
 # side query, the open flow's own tools).
 ASKING_INTENTS = frozenset({"list", "search", "detail", "report"})
 MIN_WRITE_CONFIDENCE = 0.6
+# A back-office action names the kind of change it asks for: only writes of that kind are offered
+# ("pause campaign X" gets no campaign_create). Intents not listed here are not narrowed.
+ACTION_OPERATIONS: dict[str, frozenset[str]] = {
+    "create": frozenset({"create"}),
+    "clone": frozenset({"create"}),
+    "issue": frozenset({"create"}),
+    "update": frozenset({"update"}),
+    "activate": frozenset({"update"}),
+    "pause": frozenset({"update"}),
+    "adjust": frozenset({"update"}),
+    "revoke": frozenset({"update", "delete"}),
+    "redeem": frozenset({"create", "update"}),
+    "delete": frozenset({"delete"}),
+}
 CONFIRMED_SIGNAL = "confirmed"
 
 
@@ -121,6 +135,8 @@ class ToolPolicyCatalog:
                 )
                 if policy.writes and policy.requires_confirmation:
                     offered = offered and CONFIRMED_SIGNAL in decision.signals
+                if policy.writes and decision.intent in ACTION_OPERATIONS:
+                    offered = offered and policy.operation in ACTION_OPERATIONS[decision.intent]
                 if policy.writes and (decision.side_query or decision.intent in ASKING_INTENTS):
                     # A question adds read tools; the only writes are an open flow's own.
                     offered = offered and decision.side_query and decision.phase in policy.phases
