@@ -37,14 +37,14 @@ def server(seeded_db: Path, tmp_path: Path) -> MCPServer:
 
 async def call(client: Client, tool: str, /, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    text = result.content[0].text  # type: ignore[union-attr]
+    text = result.content[0].text
     assert not result.is_error, f"{tool} failed: {text}"
-    return json.loads(text)  # type: ignore[no-any-return]
+    return json.loads(text)
 
 
 async def fail(client: Client, tool: str, /, **args: Any) -> str:
     result = await client.call_tool(tool, args)
-    text: str = result.content[0].text  # type: ignore[union-attr]
+    text: str = result.content[0].text
     assert result.is_error, f"{tool} should have failed but returned {text}"
     return text
 

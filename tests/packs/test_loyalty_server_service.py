@@ -33,9 +33,9 @@ async def test_stdio_transport_lists_every_tool_and_answers_a_call(tmp_path: Pat
         result = await client.call_tool("member_get_balance", {"member_id": "mem_0001"})
         missing = await client.call_tool("campaign_get", {"campaign_id": "cmp_0404"})
     assert [tool.name for tool in tools] == list(TOOL_NAMES)
-    assert json.loads(result.content[0].text)["member_id"] == "mem_0001"  # type: ignore[union-attr]
+    assert json.loads(result.content[0].text)["member_id"] == "mem_0001"
     assert missing.is_error
-    assert "campaign 'cmp_0404' not found" in missing.content[0].text  # type: ignore[union-attr]
+    assert "campaign 'cmp_0404' not found" in missing.content[0].text
     assert (tmp_path / "stdio.db").exists()
 
 
@@ -77,7 +77,7 @@ async def test_streamable_http_on_a_loopback_port_serves_the_same_tools(http_url
             {"name": "Khách Đà Nẵng", "kind": "dynamic", "criteria": {"cities": ["da nang"]}},
         )
     assert len(tools) == len(TOOL_NAMES)
-    segment = json.loads(created.content[0].text)["segment"]  # type: ignore[union-attr]
+    segment = json.loads(created.content[0].text)["segment"]
     assert (segment["id"], segment["kind"], segment["members"] > 0) == ("seg_0007", "dynamic", True)
 
 
