@@ -36,6 +36,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(tokens.warm)  # not inside the first turn, on the event loop
+        await runtime.start()
         if run_workers and runtime.settings.workers > 0:
             runtime.runner.start()
         try:

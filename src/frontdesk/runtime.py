@@ -5,12 +5,15 @@ This module and ``app.py`` are the only places that know every layer."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 from sqlalchemy import select
 
 from frontdesk import __version__
+from frontdesk.capabilities.mcp import McpToolSource, parse_target
 from frontdesk.capabilities.policy import ToolPolicyCatalog
 from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
@@ -25,8 +28,11 @@ from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.preparation import PREPARE_MEDIA, MediaPreparer
 from frontdesk.ingestion.transcription import HintSource, Transcriber, TranscriptionHints
 from frontdesk.output.delivery import Deliverer
-from frontdesk.packs import PACKS, Pack, PackDeps
+from frontdesk.packs import MCP_PACKS, PACKS, Pack, PackDeps
+from frontdesk.packs.loyalty import McpPack
+from frontdesk.packs.loyalty.flow import RuleFlow
 from frontdesk.platform.clock import Clock, SystemClock
+from frontdesk.platform.ids import ConversationId
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
 from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
@@ -34,6 +40,7 @@ from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
 from frontdesk.platform.workers import JobRunner
+from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
 from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
@@ -60,6 +67,8 @@ class Runtime:
     packs: dict[str, Pack]
     deliverer: Deliverer
     workflows: WorkflowStore
+    agent_packs: dict[str, AgentPack]
+    mcp_sources: list[McpToolSource] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -106,6 +115,7 @@ class Runtime:
         )
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
         loader = ContextLoader(db)
+        built_packs = agent_packs(settings, db, clock)  # MCP packs join in ``start``
         preparer = MediaPreparer(
             db,
             ingestor,
@@ -122,7 +132,7 @@ class Runtime:
                 gateway,
                 clock,
                 LoopLimits(max_steps=settings.max_steps),
-                agent_packs(settings, db, clock),
+                built_packs,
                 loader,
                 queue,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
@@ -182,10 +192,27 @@ class Runtime:
             dict(PACKS),
             deliverer,
             workflows,
+            built_packs,
         )
+
+    async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
+        """Connect the MCP servers of the packs that use one (``mcp_servers``, or ``mcp_targets``:
+        server objects in tests) and make those packs available. A pack whose server is not
+        configured stays unavailable; its tenants' turns fail with a clear error."""
+        targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
+        targets.update(mcp_targets or {})
+        for pack in MCP_PACKS.values():
+            if pack.name in self.agent_packs or pack.mcp_server not in targets:
+                continue
+            source = McpToolSource(pack.mcp_server, targets[pack.mcp_server])
+            await source.connect()
+            self.mcp_sources.append(source)
+            self.agent_packs[pack.name] = mcp_agent_pack(pack, source, self.workflows)
 
     async def close(self) -> None:
         await self.runner.stop()
+        for source in self.mcp_sources:
+            await source.close()
         await self.channel_deps.http.aclose()
         await self.db.dispose()
 
@@ -214,6 +241,30 @@ def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, Age
             voice_failed_texts=pack.voice_failed_texts,
         )
     return built
+
+
+def mcp_agent_pack(pack: McpPack, source: McpToolSource, workflows: WorkflowStore) -> AgentPack:
+    """An MCP-backed pack as the agent uses it: the server's tools and the pack's flow tools behind
+    its policies, the action router, and the open flow's phase from the workflow store."""
+    flow = RuleFlow(workflows, source.call)
+    tools = pack.tools(source, flow.tools())
+
+    async def flow_state(conversation_id: str) -> tuple[str, frozenset[str]] | None:
+        for workflow, domains in pack.workflow_domains.items():
+            draft = await workflows.current(ConversationId(conversation_id), workflow)
+            if draft is not None and draft.status == "open":
+                return draft.phase, domains
+        return None
+
+    return AgentPack(
+        name=pack.name,
+        catalog=ToolPolicyCatalog(tools, pack.policies(), discovery_domains=pack.discovery_domains),
+        router=ActionRouter(ActionLexicon(**pack.lexicon)),
+        default_policy=pack.default_policy,
+        playbook=pack.playbook,
+        fallback_texts=pack.fallback_texts,
+        flow_state=flow_state,
+    )
 
 
 def transcription_hints(db: Database, loader: ContextLoader, clock: Clock) -> HintSource:

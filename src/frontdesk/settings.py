@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     media_signing_key: str | None = Field(default=None, min_length=32, repr=False)
     media_url_ttl_s: float = Field(default=3600.0, gt=0)
 
+    # -- MCP servers that packs get their tools from: name -> "stdio:<command>" or an http(s) URL
+    mcp_servers: dict[str, str] = Field(default_factory=dict)
+
     # -- outbound calls to messaging platforms
     channel_timeout_s: float = Field(default=15.0, gt=0)
 

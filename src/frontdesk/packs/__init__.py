@@ -3,8 +3,11 @@
 Registered explicitly here; a tenant names its pack (``tenants.pack``)."""
 
 from frontdesk.packs._pack import Pack, PackDeps
+from frontdesk.packs.loyalty import McpPack, loyalty_pack
 from frontdesk.packs.printshop import PACK as PRINTSHOP
 
 PACKS: dict[str, Pack] = {PRINTSHOP.name: PRINTSHOP}
+# Packs whose tools come from an MCP server: available once ``Runtime.start`` has connected it.
+MCP_PACKS: dict[str, McpPack] = {"loyalty": loyalty_pack()}
 
-__all__ = ["PACKS", "Pack", "PackDeps"]
+__all__ = ["MCP_PACKS", "PACKS", "McpPack", "Pack", "PackDeps"]

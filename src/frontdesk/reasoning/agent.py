@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_ai import BinaryContent
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from frontdesk.capabilities.policy import ToolPolicyCatalog
+from frontdesk.capabilities.policy import RoutingDecision, ToolPolicyCatalog
 from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
@@ -35,7 +35,7 @@ from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.schema import ClaimRejection
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
-from frontdesk.reasoning.router import Router, RouterState
+from frontdesk.reasoning.router import RouterState
 from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.reasoning.turn import Turn
 
@@ -53,11 +53,20 @@ class AgentPack:
 
     name: str
     catalog: ToolPolicyCatalog
-    router: Router
+    router: TurnRouter
     default_policy: Mapping[str, Any]
     playbook: str
     fallback_texts: Mapping[str, str] = field(default_factory=dict)
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
+    # The conversation's open multi-step flow, if the pack has flows: (phase, domains).
+    flow_state: FlowState | None = None
+
+
+class TurnRouter(Protocol):
+    def route(self, text: str, state: RouterState) -> RoutingDecision: ...
+
+
+FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
 
 
 @dataclass
@@ -116,12 +125,15 @@ class Agent:
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
         policy = merge_policy(pack.default_policy, context.policy_overrides)
         state = context.ledgers
+        flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
         decision = pack.router.route(
             turn.batch_text,
             RouterState(
                 item_in_context=any(e.evidence.references for e in state.tool),
                 open_follow_up=context.open_follow_up,
                 preferred_language=context.language_so_far,
+                workflow_phase=flow[0] if flow else None,
+                workflow_domains=flow[1] if flow else frozenset(),
             ),
         )
         if any(m.transcript_quality == "uncertain" for m in turn.batch):

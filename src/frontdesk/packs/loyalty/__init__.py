@@ -1,1 +1,84 @@
-"""The loyalty pack: a loyalty-programme back office reached over MCP (the service lives in ``server/``)."""
+"""The loyalty pack: a loyalty-programme back office reached over MCP (the service lives in ``server/``).
+
+Unlike the print shop, its tools are not built in-process: the composition root connects the
+pack's MCP server (setting ``mcp_servers``), wraps the server's tools, adds the staged rule flow
+(``flow.py``) and admits all of them through ``POLICIES`` + the flow's policies.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frontdesk.capabilities.mcp import McpToolSource
+from frontdesk.capabilities.policy import ToolPolicy
+from frontdesk.capabilities.tools import Tool, ToolKind
+
+DATA_DIR = Path(__file__).parent / "data"
+
+PLAYBOOK = """\
+# How to work (loyalty back office)
+- You assist the loyalty programme's staff. Answer from tool results only; never invent ids, \
+numbers, dates or names.
+- To change anything, use the tools offered this turn. Destructive or bulk changes need the \
+staff member's explicit confirmation first.
+- Create rules step by step with the rule_draft_* tools. Ask for every value the user has not \
+given; never fill one in yourself.
+- Always end with `reply`."""
+
+FALLBACK_TEXTS = {
+    "en": "I could not verify that answer, so I'd rather not guess. Could you rephrase or narrow the request?",
+    "vi": "Mình chưa kiểm chứng được câu trả lời nên không muốn đoán. Bạn có thể hỏi lại cụ thể hơn không?",
+}
+
+
+@dataclass(frozen=True)
+class McpPack:
+    """A pack whose tools come from an MCP server (plus in-process flow tools)."""
+
+    name: str
+    mcp_server: str  # the key in the ``mcp_servers`` setting
+    lexicon: dict[str, Any]
+    discovery_domains: frozenset[str]
+    default_policy: dict[str, Any]
+    playbook: str
+    fallback_texts: dict[str, str]
+    workflow_domains: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def policies(self) -> dict[str, ToolPolicy]:
+        from frontdesk.packs.loyalty.flow import flow_policies
+        from frontdesk.packs.loyalty.policies import POLICIES
+
+        return {**POLICIES, **flow_policies()}
+
+    def tools(self, source: McpToolSource, flow_tools: list[Tool]) -> list[Tool]:
+        policies = self.policies()
+        kinds: dict[str, ToolKind] = {name: "action" for name, policy in policies.items() if policy.writes}
+        return [*source.tools(kinds=kinds), *flow_tools]
+
+
+def _lexicon() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA_DIR / "lexicon.json").read_text(encoding="utf-8"))
+    return data
+
+
+def loyalty_pack() -> McpPack:
+    from frontdesk.packs.loyalty.flow import WORKFLOW
+    from frontdesk.packs.loyalty.policies import DISCOVERY_DOMAINS
+
+    return McpPack(
+        name="loyalty",
+        mcp_server="loyalty",
+        lexicon=_lexicon(),
+        discovery_domains=DISCOVERY_DOMAINS,
+        default_policy={
+            "business_description": "A retail loyalty programme's back office, used by its staff.",
+            "operator_language": "vi",
+            "timezone": "Asia/Ho_Chi_Minh",
+        },
+        playbook=PLAYBOOK,
+        fallback_texts=FALLBACK_TEXTS,
+        workflow_domains={WORKFLOW: frozenset({"rule"})},
+    )
