@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,7 @@ class Call:
 
 
 @dataclass
-class FakePlatform:
+class FakePlatform(ABC):
     """Records calls; ``fail_when(call)`` returning a (status, body) makes that call fail."""
 
     calls: list[Call] = field(default_factory=list)
@@ -70,9 +71,9 @@ class FakePlatform:
     fail_when: Callable[[Call], tuple[int, Any] | None] | None = None
     base_url: str = ""
 
+    @abstractmethod
     def respond(self, call: Call) -> Any:
         """The JSON a successful call returns (platform-specific)."""
-        raise NotImplementedError
 
     def refuse(self, call: Call) -> tuple[int, Any] | None:
         """The platform's own refusals (a bad token, a used reply token), as (status, body)."""

@@ -56,8 +56,8 @@ class NoArguments(BaseModel):
 def _setter_model(formula_type: str) -> type[BaseModel]:
     """The formula model without its ``type`` (the phase already says which)."""
     base = FORMULA_MODELS[formula_type]
-    fields = {name: (info.annotation, info) for name, info in base.model_fields.items() if name != "type"}
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]  # pydantic's field tuples
+    fields: dict[str, Any] = {n: (info.annotation, info) for n, info in base.model_fields.items() if n != "type"}
+    model: type[BaseModel] = create_model(
         f"Set_{formula_type}", __config__=ConfigDict(extra="forbid"), __doc__=base.__doc__, **fields
     )
     return model
