@@ -8,11 +8,22 @@ object says, per fixture name, why a snapshot looks the way it does; it is not a
 from __future__ import annotations
 
 import json
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 NOTES = "_notes"
+
+
+def fixtures(channel: str) -> Traversable:
+    """A channel's fixture folder, as the installed package ships it."""
+    return resources.files(f"frontdesk.ingestion.channels.{channel}").joinpath("fixtures")
+
+
+def read_fixture(channel: str, name: str) -> bytes:
+    return fixtures(channel).joinpath(name).read_bytes()
 
 
 def load_snapshots(channel: str) -> dict[str, list[dict[str, Any]]]:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from snapshot import load_snapshots
+from snapshot import fixtures, load_snapshots, read_fixture
 
 from frontdesk.errors import ConfigError, PayloadError
 from frontdesk.ingestion.channels.line.inbound import parse_events
 
-FIXTURES = resources.files("frontdesk.ingestion.channels.line").joinpath("fixtures")
+FIXTURES = fixtures("line")
 ACCOUNT = "line-acct"
 BOT = "U3f9c2a7e81b64d05a9e7c1d2b4f6a8c0"
 CONFIG = {"destination": BOT}
@@ -22,7 +21,7 @@ CONFIG = {"destination": BOT}
 
 def fixture(name: str) -> bytes:
     """A webhook body from the channel's fixtures folder, byte for byte as LINE would POST it."""
-    return FIXTURES.joinpath(name).read_bytes()
+    return read_fixture("line", name)
 
 
 def dumped(raw: bytes, config: dict[str, Any] = CONFIG) -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ import hmac
 import re
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_line import TOKEN, FakeLine
 from live import Live, live_channel
+from snapshot import read_fixture
 from sqlalchemy import select
 
 from frontdesk.ingestion.channels.line.renderer import retry_key
@@ -23,7 +23,6 @@ from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.store.schema import DeliveryPart, Message, Receipt, TurnTrace
 from harness import count, receipts, wait_idle
 
-FIXTURES = Path(__file__).parents[2] / "src/frontdesk/ingestion/channels/line/fixtures"
 ACCOUNT = "line-bistro-01"
 SECRET = "8c3f1d2e9a7b4c6d0e5f1a2b3c4d5e6f"
 BOT = "U3f9c2a7e81b64d05a9e7c1d2b4f6a8c0"
@@ -44,7 +43,7 @@ HELLO_TEXT = {"type": "text", "text": "Hello from the bistro!"}
 
 
 def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return read_fixture("line", name)
 
 
 def fresh(raw: bytes) -> bytes:

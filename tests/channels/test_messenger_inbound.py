@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import string
-from importlib import resources
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from snapshot import load_snapshots
+from snapshot import fixtures, load_snapshots, read_fixture
 
 from frontdesk.errors import ConfigError, PayloadError
 from frontdesk.ingestion.channels.messenger.inbound import parse_events
 
-FIXTURES = resources.files("frontdesk.ingestion.channels.messenger").joinpath("fixtures")
+FIXTURES = fixtures("messenger")
 ACCOUNT = "fb-acct"
 
 FILE_URL = "https://cdn.fbsbx.com/v/t59.2708-21/452300112_1122334455667788_8877665544332211009_n.pdf/Men%C3%BA%20verano%202026.pdf?_nc_cat=108&ccb=1-7&_nc_sid=2c9c2a&_nc_ohc=Fl5Kj7Hg9FdQ7kNvgHs2Kd1&_nc_ht=cdn.fbsbx.com&oh=03_Q7cD1Ab2Cd3Ef4Gh5Ij6&oe=68A22E33"
@@ -42,7 +41,7 @@ MALFORMED = {
 
 
 def fixture(name: str) -> bytes:
-    return FIXTURES.joinpath(name).read_bytes()
+    return read_fixture("messenger", name)
 
 
 def channel_of(name: str) -> str:

@@ -4,13 +4,13 @@ webhook over loopback HTTP; the exact Send API calls our replies make recorded b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
 from fake_meta_messenger import APP_SECRET, PAGE_TOKEN, VERIFY_TOKEN, FakeMetaMessenger, graph_error, sign
 from live import Live, live_channel
+from snapshot import fixtures, read_fixture
 from sqlalchemy import select
 
 from frontdesk.errors import ChannelAPIError, ConfigError
@@ -21,7 +21,7 @@ from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.store.schema import DeliveryPart, Job, Message
 from harness import count, receipts, wait_idle
 
-FIXTURES = Path(__file__).parents[2] / "src/frontdesk/ingestion/channels/messenger/fixtures"
+FIXTURES = fixtures("messenger")
 PAGE_ID = "104857392016485"
 PSID = "7234019865123456"
 IG_ID = "17841405726653026"
@@ -75,7 +75,7 @@ MALFORMED = {"malformed__not_json.txt": 400, "malformed__no_entry.json": 422, "m
 
 
 def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return read_fixture("messenger", name)
 
 
 def meta(db, tmp_path, channel: str = "messenger", chat=HELLO, **settings):

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 import pytest
-from snapshot import load_snapshots
+from snapshot import fixtures, load_snapshots, read_fixture
 
 from frontdesk.errors import PayloadError
 from frontdesk.ingestion.channels.telegram.inbound import MAX_DOWNLOAD_BYTES, parse_events
 
-FIXTURES = resources.files("frontdesk.ingestion.channels.telegram").joinpath("fixtures")
+FIXTURES = fixtures("telegram")
 BOT_ID = 7351862094
 CONFIG = {"bot_id": BOT_ID}
 
 
 def fixture(name: str) -> bytes:
     """A webhook body from the channel's fixtures folder, byte for byte as Telegram would send it."""
-    return FIXTURES.joinpath(name).read_bytes()
+    return read_fixture("telegram", name)
 
 
 def parse(raw: bytes, config: dict[str, Any] = CONFIG) -> list[dict[str, Any]]:

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 from fake_telegram import TOKEN, FakeTelegram
 from live import Live, live_channel
+from snapshot import read_fixture
 from sqlalchemy import select
 
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.store.schema import Message, Receipt
 from harness import count, receipts, wait_idle
 
-FIXTURES = Path(__file__).parents[2] / "src/frontdesk/ingestion/channels/telegram/fixtures"
 ACCOUNT = "tg-inkwell-01"
 SECRET = "s3cret-Token_value"
 CHAT_ID = 6112093847
@@ -30,7 +29,7 @@ HELLO = {"name": "hello", "default": [{"reply": "Hello from the shop!"}]}
 
 
 def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return read_fixture("telegram", name)
 
 
 def telegram(db, tmp_path, chat=HELLO, transcription=None, **settings):

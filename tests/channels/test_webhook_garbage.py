@@ -23,7 +23,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -31,6 +30,7 @@ import pytest
 import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from snapshot import fixtures
 
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import upsert_account
@@ -41,7 +41,6 @@ from frontdesk.platform.store.migrate import upgrade
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 
-CHANNELS_DIR = Path(__file__).parents[2] / "src/frontdesk/ingestion/channels"
 EXAMPLES = 150
 SECRET = "garbage-test-secret"
 
@@ -68,8 +67,8 @@ class Webhook:
         return f"/webhooks/{self.channel}/{self.account_id}"
 
     def samples(self) -> list[bytes]:
-        folder = CHANNELS_DIR / self.fixtures / "fixtures"
-        return [p.read_bytes() for p in sorted(folder.glob(f"{self.fixture_prefix}*.json"))]
+        files = sorted(fixtures(self.fixtures).iterdir(), key=lambda f: f.name)
+        return [f.read_bytes() for f in files if f.name.startswith(self.fixture_prefix) and f.name.endswith(".json")]
 
 
 WEBHOOKS = [

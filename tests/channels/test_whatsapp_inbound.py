@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 import pytest
-from snapshot import load_snapshots
+from snapshot import fixtures, load_snapshots, read_fixture
 
 from frontdesk.errors import PayloadError
 from frontdesk.ingestion.channels.whatsapp.inbound import parse_events
 
-FIXTURES = resources.files("frontdesk.ingestion.channels.whatsapp").joinpath("fixtures")
+FIXTURES = fixtures("whatsapp")
 ACCOUNT = "wa-acct"
 PHONE_NUMBER_ID = "106540352242922"
 CONFIG = {"phone_number_id": PHONE_NUMBER_ID}
 
 
 def fixture(name: str) -> bytes:
-    return FIXTURES.joinpath(name).read_bytes()
+    return read_fixture("whatsapp", name)
 
 
 def events(raw: bytes, config: dict[str, Any] = CONFIG) -> list[dict[str, Any]]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_whatsapp import ACCESS_TOKEN, PHONE_NUMBER_ID, FakeWhatsApp, wamid
 from live import Live, live_channel
+from snapshot import fixtures, read_fixture
 from sqlalchemy import select
 
 from frontdesk.ingestion.channels.whatsapp.renderer import WhatsAppRenderer, plan
@@ -22,7 +22,7 @@ from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.store.schema import Contact, Conversation, DeliveryPart, Job, Message, Receipt
 from harness import count, receipts, wait_idle
 
-FIXTURES = Path(__file__).parents[2] / "src/frontdesk/ingestion/channels/whatsapp/fixtures"
+FIXTURES = fixtures("whatsapp")
 ACCOUNT = "wa-inkwell-01"
 APP_SECRET = "3b9f1c7e2a5d4f608e1c3a5b7d9f0e2c"
 VERIFY_TOKEN = "inkwell-verify-Qx71"
@@ -39,7 +39,7 @@ HELLO = {"name": "hello", "default": [{"reply": "Hello from the shop!"}]}
 
 
 def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return read_fixture("whatsapp", name)
 
 
 def whatsapp(db, tmp_path, chat=HELLO, transcription=None, **settings):
