@@ -5,54 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-import pytest
+from loyalty_client import call, fail
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from frontdesk.packs.loyalty.server import DOMAINS, TOOL_NAMES, build_server, open_database
-
-# Monday 30 November 2026, 10:00 in Vietnam: no weekend rules, November birthdays match.
-NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="session")
-def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One seeded file, copied for each test (seeding per test would be slower)."""
-    path = tmp_path_factory.mktemp("loyalty") / "template.db"
-    open_database(path, clock=lambda: NOW).close()
-    return path
-
-
-@pytest.fixture
-def server(seeded_db: Path, tmp_path: Path) -> MCPServer:
-    """A server on a fresh copy of the seeded file, its clock fixed at ``NOW``.
-
-    Tests open ``Client(server)`` themselves: an async-generator fixture would enter the client's
-    task group in one task and leave it in another, which anyio refuses."""
-    path = tmp_path / "loyalty.db"
-    shutil.copy(seeded_db, path)
-    return build_server(path, clock=lambda: NOW)
-
-
-async def call(client: Client, tool: str, /, **args: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; its JSON result."""
-    result = await client.call_tool(tool, args)
-    text = result.content[0].text
-    assert not result.is_error, f"{tool} failed: {text}"
-    return json.loads(text)
-
-
-async def fail(client: Client, tool: str, /, **args: Any) -> str:
-    """Call a tool that must fail with a tool error; its message."""
-    result = await client.call_tool(tool, args)
-    text: str = result.content[0].text
-    assert result.is_error, f"{tool} should have failed but returned {text}"
-    return text
+from frontdesk.packs.loyalty.server import DOMAINS, TOOL_NAMES
 
 
 async def test_lists_at_least_80_tools_each_described_with_an_object_schema(server: MCPServer) -> None:

@@ -3,50 +3,17 @@ segments, manual tiers, cancelled redemptions, accent-free search."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
+from loyalty_client import call, fail
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from frontdesk.packs.loyalty.server import TOOL_NAMES, build_server, open_database
+from frontdesk.packs.loyalty.server import TOOL_NAMES
 
-NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 Results = dict[str, dict[str, Any]]
 Args = dict[str, Any] | Callable[[Results], dict[str, Any]]
-
-
-@pytest.fixture(scope="session")
-def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("loyalty-domains") / "template.db"
-    open_database(path, clock=lambda: NOW).close()
-    return path
-
-
-@pytest.fixture
-def server(seeded_db: Path, tmp_path: Path) -> MCPServer:
-    path = tmp_path / "loyalty.db"
-    shutil.copy(seeded_db, path)
-    return build_server(path, clock=lambda: NOW)
-
-
-async def call(client: Client, tool: str, /, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    text = result.content[0].text
-    assert not result.is_error, f"{tool} failed: {text}"
-    return json.loads(text)
-
-
-async def fail(client: Client, tool: str, /, **args: Any) -> str:
-    result = await client.call_tool(tool, args)
-    text: str = result.content[0].text
-    assert result.is_error, f"{tool} should have failed but returned {text}"
-    return text
 
 
 def _campaign(r: Results) -> str:
