@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from frontdesk.capabilities.policy import ASKING_INTENTS, CONFIRMED_SIGNAL, RoutingDecision
-from frontdesk.reasoning.router import RouterState
+from frontdesk.reasoning.router import VIETNAMESE_LETTERS, RouterState
 
 READ_ACTIONS = ASKING_INTENTS
 IDLE = "idle"
@@ -112,11 +112,8 @@ def _primary(actions: set[str]) -> str:
     return sorted(actions)[0] if actions else ""
 
 
-_VIETNAMESE = re.compile(r"[ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
-
-
 def _language(text: str, lexicon_languages: set[str], preferred: str | None) -> str:
-    if _VIETNAMESE.search(text) or lexicon_languages == {"vi"}:
+    if VIETNAMESE_LETTERS.search(text) or lexicon_languages == {"vi"}:
         return "vi"
     if "en" in lexicon_languages:
         return "en"

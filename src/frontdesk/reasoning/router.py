@@ -21,7 +21,7 @@ from frontdesk.capabilities.policy import RoutingDecision
 _PHONE = re.compile(r"(?<![\d$])\+?\d[\d\s().-]{5,}\d(?![\d])")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
 # Letters only Vietnamese uses (not the â/ê/ô French and Portuguese share), and Spanish cues.
-_VIETNAMESE = re.compile(r"[ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
+VIETNAMESE_LETTERS = re.compile(r"[ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
 # Phrases that are Spanish on their own, and small words that count only in pairs.
 _SPANISH_PHRASES = re.compile(
     r"\b(?:hola|gracias|quiero|quisiera|necesito|cuánto|cuanto|cuesta|cuestan|precio|por favor|buenas|buenos días|"
@@ -100,7 +100,7 @@ class Router:
         """Weighted evidence, so one borrowed word ("soy-based ink", "José Peña", "crêpe") does not
         switch the reply's language; with no evidence, the conversation's language so far."""
         scores = {
-            "vi": 3 * min(len(_VIETNAMESE.findall(text)), 3) + per_language.get("vi", 0),
+            "vi": 3 * min(len(VIETNAMESE_LETTERS.findall(text)), 3) + per_language.get("vi", 0),
             "es": 3 * len(_SPANISH_MARKS.findall(text))
             + 2 * len({m.lower() for m in _SPANISH_PHRASES.findall(text)})
             + _two_or_more(_SPANISH_WORDS.findall(text))
