@@ -12,6 +12,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,31 @@ async def db(database_url: str) -> AsyncIterator[Database]:
             await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     yield database
     await database.dispose()
+
+
+# -- the loyalty pack's MCP server (tests/packs)
+
+LOYALTY_NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)  # a Monday, 10:00 in Vietnam; November birthdays match
+
+
+@pytest.fixture(scope="session")
+def loyalty_seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One seeded loyalty database, copied for each test (seeding per test would be slower)."""
+    from frontdesk.packs.loyalty.server import open_database
+
+    path = tmp_path_factory.mktemp("loyalty") / "template.db"
+    open_database(path, clock=lambda: LOYALTY_NOW).close()
+    return path
+
+
+@pytest.fixture
+def loyalty_server(loyalty_seeded_db: Path, tmp_path: Path) -> Any:
+    """A loyalty MCP server on a fresh copy of the seeded file, its clock fixed at ``LOYALTY_NOW``.
+
+    Tests open ``Client(loyalty_server)`` themselves: an async-generator fixture would enter the
+    client's task group in one task and leave it in another, which anyio refuses."""
+    from frontdesk.packs.loyalty.server import build_server
+
+    path = tmp_path / "loyalty.db"
+    shutil.copy(loyalty_seeded_db, path)
+    return build_server(path, clock=lambda: LOYALTY_NOW)

@@ -1,15 +1,12 @@
-"""Calling the loyalty MCP server's tools in tests: results as JSON, errors as messages."""
+"""Calling the loyalty MCP server's tools in tests: results as JSON, errors as messages. The
+server itself is the ``loyalty_server`` fixture (``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from mcp import Client
-
-# Monday 30 November 2026, 10:00 in Vietnam: no weekend rules, November birthdays match.
-LOYALTY_NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 
 
 async def call(client: Client, tool: str, /, **args: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The loyalty MCP server over an in-process ``Client(server)``: the tool list, a tour through every
+"""The loyalty MCP server over an in-process ``Client(loyalty_server)``: the tool list, a tour through every
 domain with real calls, caller-fixable errors as MCP tool errors, and idempotency keys."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from mcp.server.mcpserver import MCPServer
 from frontdesk.packs.loyalty.server import DOMAINS, TOOL_NAMES
 
 
-async def test_lists_at_least_80_tools_each_described_with_an_object_schema(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_lists_at_least_80_tools_each_described_with_an_object_schema(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         tools = (await client.list_tools()).tools
         assert len(tools) >= 80
         assert [tool.name for tool in tools] == list(TOOL_NAMES)
@@ -56,8 +56,8 @@ OUR_RULES = [
 ]
 
 
-async def test_tour_campaign_rules_points_tier_voucher_reward_reports(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_tour_campaign_rules_points_tier_voucher_reward_reports(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         campaign = (
             await call(
                 client,
@@ -212,8 +212,8 @@ PREVIEWS = [
 ]
 
 
-async def test_each_formula_type_validates_and_previews_points_on_a_sample_purchase(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_each_formula_type_validates_and_previews_points_on_a_sample_purchase(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         types = await call(client, "rule_list_formula_types")
         assert [t["type"] for t in types["formula_types"]] == [formula["type"] for formula, _, _ in PREVIEWS]
         purchase = {"amount_vnd": 350_000, "items": [{"category": "tea", "amount_vnd": 100_000}]}
@@ -250,8 +250,10 @@ async def test_each_formula_type_validates_and_previews_points_on_a_sample_purch
         }
 
 
-async def test_unknown_ids_bad_transitions_and_overdrafts_are_tool_errors_with_messages(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_unknown_ids_bad_transitions_and_overdrafts_are_tool_errors_with_messages(
+    loyalty_server: MCPServer,
+) -> None:
+    async with Client(loyalty_server) as client:
         assert await fail(client, "campaign_get", campaign_id="cmp_9999") == (
             "Error executing tool campaign_get: campaign 'cmp_9999' not found"
         )
@@ -296,8 +298,10 @@ async def test_unknown_ids_bad_transitions_and_overdrafts_are_tool_errors_with_m
         assert "is not locked" in await fail(client, "tier_unlock_member", member_id="mem_0003")
 
 
-async def test_a_repeated_idempotency_key_returns_the_first_result_and_changes_nothing(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_a_repeated_idempotency_key_returns_the_first_result_and_changes_nothing(
+    loyalty_server: MCPServer,
+) -> None:
+    async with Client(loyalty_server) as client:
         first = await call(client, "campaign_create", name="Mid-autumn", idempotency_key="create-mid-autumn-1")
         again = await call(client, "campaign_create", name="Mid-autumn", idempotency_key="create-mid-autumn-1")
         assert again == first
@@ -343,8 +347,8 @@ async def test_a_repeated_idempotency_key_returns_the_first_result_and_changes_n
         assert [item["name"] for item in rules["items"]].count("Tết tea") == 1
 
 
-async def test_failed_call_with_a_key_changes_nothing_and_can_be_retried(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_failed_call_with_a_key_changes_nothing_and_can_be_retried(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         args = {"member_id": "mem_0008", "points": 10, "reason": "Trial redeem", "idempotency_key": "redeem-0008-1"}
         assert "0 points, 10 needed" in await fail(client, "member_redeem_points", **args)
         await call(client, "member_earn_points", member_id="mem_0008", points=50, reason="Welcome gift")

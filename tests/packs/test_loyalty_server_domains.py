@@ -149,9 +149,9 @@ STEPS: list[tuple[str, Args]] = [
 ]  # fmt: skip
 
 
-async def test_every_tool_answers_a_realistic_call(server: MCPServer) -> None:
+async def test_every_tool_answers_a_realistic_call(loyalty_server: MCPServer) -> None:
     results: Results = {}
-    async with Client(server) as client:
+    async with Client(loyalty_server) as client:
         for tool, args in STEPS:
             results[tool] = await call(client, tool, **(args(results) if callable(args) else args))
     assert sorted(results) == sorted(TOOL_NAMES)
@@ -163,8 +163,10 @@ async def test_every_tool_answers_a_realistic_call(server: MCPServer) -> None:
     assert results["report_top_members"]["members"][0]["value"] >= results["report_top_members"]["members"][1]["value"]
 
 
-async def test_cancelling_a_voucher_reward_refunds_points_and_revokes_its_unused_voucher(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_cancelling_a_voucher_reward_refunds_points_and_revokes_its_unused_voucher(
+    loyalty_server: MCPServer,
+) -> None:
+    async with Client(loyalty_server) as client:
         before = await call(client, "member_get_balance", member_id="mem_0001")
         redeemed = await call(client, "reward_redeem", member_id="mem_0001", reward_id="rwd_0005")
         cancelled = await call(
@@ -181,8 +183,8 @@ async def test_cancelling_a_voucher_reward_refunds_points_and_revokes_its_unused
     assert "already cancelled" in again
 
 
-async def test_a_manual_tier_stays_locked_against_evaluation_until_unlocked(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_a_manual_tier_stays_locked_against_evaluation_until_unlocked(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         member = (await call(client, "member_create", name="Phạm Gia Bảo", phone="0977123456"))["member"]["id"]
         await call(client, "tier_set_member", member_id=member, tier_code="platinum", reason="Celebrity guest")
         locked = await call(client, "tier_evaluate_member", member_id=member, allow_downgrade=True)
@@ -198,8 +200,8 @@ async def test_a_manual_tier_stays_locked_against_evaluation_until_unlocked(serv
     ]
 
 
-async def test_segments_static_membership_and_a_segment_in_use_cannot_be_deleted(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_segments_static_membership_and_a_segment_in_use_cannot_be_deleted(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         segment = (await call(client, "segment_create", name="Beta testers", kind="static"))["segment"]["id"]
         added = await call(client, "segment_add_members", segment_id=segment, member_ids=["mem_0003", "mem_0003"])
         formula = {"type": "fixed_points", "points": 10}
@@ -220,8 +222,8 @@ async def test_segments_static_membership_and_a_segment_in_use_cannot_be_deleted
     assert check["is_member"] is True
 
 
-async def test_search_ignores_vietnamese_accents_and_case(server: MCPServer) -> None:
-    async with Client(server) as client:
+async def test_search_ignores_vietnamese_accents_and_case(loyalty_server: MCPServer) -> None:
+    async with Client(loyalty_server) as client:
         plain = await call(client, "campaign_search", query="LOC XUAN")
         accented = await call(client, "campaign_search", query="Lộc Xuân")
         reward = await call(client, "reward_search", query="ly giu nhiet")
