@@ -8,7 +8,8 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai import ModelRequest, UserPromptPart
 
-from frontdesk.capabilities.tools import Tool, ToolContext
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolResult
+from frontdesk.context.truncation import ResultAllowance
 from frontdesk.output.blocks import TextBlock
 from frontdesk.reasoning.loop import FALLBACK_TEXT, Outcome, run_generation
 from frontdesk.reasoning.salvage import salvage_reply
@@ -98,3 +99,50 @@ async def test_model_that_never_calls_reply_ends_in_the_fallback_within_the_step
     result = await run_generation(model, ask(), [], CONTEXT)
 
     assert (result.outcome, texts(result), result.steps) == (Outcome.FALLBACK, [FALLBACK_TEXT], 8)
+
+
+# -- a truncated result proves only what the model read
+
+
+class Everything(BaseModel):
+    pass
+
+
+def catalog_tool(rows: int) -> Tool:
+    async def list_all(args: Everything, _ctx: ToolContext) -> ToolResult:
+        items = [{"id": f"svc-{n:03d}", "name": f"Service number {n}", "price": f"${n}.00"} for n in range(rows)]
+        references = frozenset(item["id"] for item in items)
+        prices = {item["id"]: (item["price"],) for item in items}
+        return ToolResult({"items": items}, ToolEvidence(references=references, prices_by_reference=prices))
+
+    return Tool("list_all", "every service", Everything, list_all)
+
+
+def presenting(service_id: str) -> dict:
+    return {
+        "blocks": [{"type": "text", "text": "Here is the one you asked about."}],
+        "claims": [{"type": "service_presented", "service_id": service_id}],
+    }
+
+
+@pytest.mark.parametrize(("cited", "outcome"), [("svc-001", Outcome.REPLIED), ("svc-250", Outcome.FALLBACK)])
+async def test_a_reply_may_cite_only_rows_the_truncated_result_still_showed(cited, outcome):
+    steps = [{"tool": "list_all", "args": {}}, {"reply": presenting(cited)}, {"reply": presenting(cited)}]
+    model = script_client({"steps": steps})
+
+    result = await run_generation(model, ask("everything"), [catalog_tool(300)], CONTEXT, results=ResultAllowance(400))
+
+    assert result.tool_calls[0]["truncated_from_tokens"] > 400  # the model saw a shortened list
+    assert result.outcome == outcome
+    if outcome == Outcome.FALLBACK:
+        assert "svc-250" in json.dumps(result.rejections[0]["failures"])
+
+
+async def test_a_result_that_fits_keeps_all_its_evidence():
+    steps = [{"tool": "list_all", "args": {}}, {"reply": presenting("svc-009")}]
+    model = script_client({"steps": steps})
+
+    result = await run_generation(model, ask("everything"), [catalog_tool(10)], CONTEXT, results=ResultAllowance(4000))
+
+    assert "truncated_from_tokens" not in result.tool_calls[0]
+    assert result.outcome == Outcome.REPLIED

@@ -54,6 +54,23 @@ class ToolEvidence:
             "events": [list(e) for e in self.events],
         }
 
+    def visible_in(self, shown: str) -> ToolEvidence:
+        """What is left of this evidence once the model saw only ``shown`` (a truncated result):
+        ids, prices and photos that were cut out cannot be cited, since the model never read them.
+        Facts and events stay: the block was loaded and the side effect happened either way."""
+        return ToolEvidence(
+            references=frozenset(r for r in self.references if r in shown),
+            prices=tuple(p for p in self.prices if p in shown),
+            prices_by_reference={
+                ref: tuple(p for p in prices if p in shown)
+                for ref, prices in self.prices_by_reference.items()
+                if ref in shown
+            },
+            photos={photo: url for photo, url in self.photos.items() if photo in shown or url in shown},
+            facts=self.facts,
+            events=self.events,
+        )
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ToolEvidence:
         return cls(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -28,7 +28,7 @@ from pydantic_ai.models import ModelRequestParameters
 from frontdesk.capabilities.policy import Bundle
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
 from frontdesk.context.ledgers import WorkingState
-from frontdesk.context.truncation import ResultAllowance
+from frontdesk.context.truncation import ResultAllowance, result_text
 from frontdesk.errors import ModelAPIError
 from frontdesk.output.blocks import Block, text_blocks
 from frontdesk.platform.models.gateway import ModelClient
@@ -199,7 +199,6 @@ class _Run:
         finally:
             record["ms"] = round((time.perf_counter() - started) * 1000, 2)
         result = output if isinstance(output, ToolResult) else ToolResult(output)
-        self.state.record(tool.name, result)  # the ledger is current after every step
         record["ok"] = True
         content = result.output
         if self.results is not None:
@@ -208,6 +207,9 @@ class _Run:
             record["result_tokens"] = shrunk.tokens
             if shrunk.truncated:
                 record["truncated_from_tokens"] = shrunk.original_tokens
+                # The gate must not accept a citation of a row the model never saw.
+                result = replace(result, evidence=result.evidence.visible_in(result_text(content)))
+        self.state.record(tool.name, result)  # the ledger is current after every step
         return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id)
 
     def reject(self, blocks: list[Block], claims: Sequence[Claim], verdict: Verdict) -> None:
