@@ -39,11 +39,19 @@ _PATTERNS: dict[str, list[str]] = {
 }
 _COMPILED = {family: [re.compile(p, re.IGNORECASE) for p in patterns] for family, patterns in _PATTERNS.items()}
 
-# Which events make each family true.
-EVENTS_FOR = {
-    SAVED: frozenset({"lead_captured", "follow_up_updated", "customer_info_updated", "handoff_triggered"}),
+# Which events make each family true. "Saved/updated/cancelled" is true after any side effect
+# (a pack's action tools each record their own event: ``campaign_pause``, ``lead_captured``...);
+# "handed over" only after a hand-off.
+EVENTS_FOR: dict[str, frozenset[str] | None] = {
+    SAVED: None,  # any event
     HANDED_OVER: frozenset({"handoff_triggered"}),
 }
+
+
+def proven(family: str, happened: set[str]) -> bool:
+    """Whether the events that ``happened`` make an assertion of ``family`` true."""
+    needed = EVENTS_FOR[family]
+    return bool(happened) if needed is None else bool(happened & needed)
 
 
 def asserted_actions(text: str) -> list[tuple[str, str]]:

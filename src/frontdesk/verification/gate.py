@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.context.ledgers import WorkingState
-from frontdesk.verification.assertions import EVENTS_FOR, asserted_actions
+from frontdesk.verification.assertions import asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
     Claim,
@@ -98,7 +98,7 @@ def _action_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
             f"the reply says {words!r}, but no such action happened; do it with its tool first, or do not say it",
         )
         for family, words in asserted_actions(reply.text)
-        if not happened & EVENTS_FOR[family]
+        if not proven(family, happened)
     ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from frontdesk.capabilities.mcp import McpToolSource
 from frontdesk.capabilities.policy import ToolPolicy
 from frontdesk.capabilities.tools import Tool, ToolKind
+from frontdesk.packs.loyalty.evidence import loyalty_evidence
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -56,7 +57,7 @@ class McpPack:
     def tools(self, source: McpToolSource, flow_tools: list[Tool]) -> list[Tool]:
         policies = self.policies()
         kinds: dict[str, ToolKind] = {name: "action" for name, policy in policies.items() if policy.writes}
-        return [*source.tools(kinds=kinds), *flow_tools]
+        return [*source.tools(kinds=kinds, evidence=loyalty_evidence), *flow_tools]
 
 
 def _lexicon() -> dict[str, Any]:
