@@ -13,9 +13,10 @@ import httpx2
 from sqlalchemy import select
 
 from frontdesk import __version__
+from frontdesk.capabilities.confirmation import PendingActions
 from frontdesk.capabilities.mcp import McpToolSource, parse_target
-from frontdesk.capabilities.policy import ToolPolicyCatalog
-from frontdesk.context.budget import BudgetConfig
+from frontdesk.capabilities.policy import SchemaFit, ToolPolicyCatalog
+from frontdesk.context.budget import BudgetConfig, ContextBudget
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
@@ -44,6 +45,7 @@ from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
 from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
+from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.settings import Settings
 from frontdesk.workflows import WorkflowStore
 
@@ -68,6 +70,7 @@ class Runtime:
     deliverer: Deliverer
     workflows: WorkflowStore
     agent_packs: dict[str, AgentPack]
+    schema_fit: SchemaFit
     mcp_sources: list[McpToolSource] = field(default_factory=list)
 
     @classmethod
@@ -116,6 +119,13 @@ class Runtime:
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
         loader = ContextLoader(db)
         built_packs = agent_packs(settings, db, clock)  # MCP packs join in ``start``
+        budget = BudgetConfig(
+            settings.chat_context_window,
+            settings.chat_history_max_tokens,
+            settings.chat_response_reserve_tokens,
+            settings.chat_tool_result_reserve_tokens,
+            settings.chat_tool_schema_budget_tokens,
+        )
         preparer = MediaPreparer(
             db,
             ingestor,
@@ -137,13 +147,7 @@ class Runtime:
                 queue,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
-                budget=BudgetConfig(
-                    settings.chat_context_window,
-                    settings.chat_history_max_tokens,
-                    settings.chat_response_reserve_tokens,
-                    settings.chat_tool_result_reserve_tokens,
-                    settings.chat_tool_schema_budget_tokens,
-                ),
+                budget=budget,
             ),
             deliverer,
             queue,
@@ -193,6 +197,7 @@ class Runtime:
             deliverer,
             workflows,
             built_packs,
+            schema_fit(budget.for_model(gateway.client("chat").name)),
         )
 
     async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
@@ -207,7 +212,7 @@ class Runtime:
             source = McpToolSource(pack.mcp_server, targets[pack.mcp_server])
             await source.connect()
             self.mcp_sources.append(source)
-            self.agent_packs[pack.name] = mcp_agent_pack(pack, source, self.workflows)
+            self.agent_packs[pack.name] = mcp_agent_pack(pack, source, self.workflows, self.schema_fit)
 
     async def close(self) -> None:
         await self.runner.stop()
@@ -243,22 +248,40 @@ def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, Age
     return built
 
 
-def mcp_agent_pack(pack: McpPack, source: McpToolSource, workflows: WorkflowStore) -> AgentPack:
-    """An MCP-backed pack as the agent uses it: the server's tools and the pack's flow tools behind
-    its policies, the action router, and the open flow's phase from the workflow store."""
+def schema_fit(budget: ContextBudget) -> SchemaFit:
+    """What the chat slot leaves for a turn's tool schemas once the always-present reply tool is in."""
+    reply = budget.schema_tokens([reply_tool_definition()])
+    return SchemaFit(budget.tool_schema_budget - reply, lambda tool: budget.schema_tokens([tool.definition()]))
+
+
+def mcp_agent_pack(
+    pack: McpPack, source: McpToolSource, workflows: WorkflowStore, fit: SchemaFit | None = None
+) -> AgentPack:
+    """An MCP-backed pack as the agent uses it: the server's tools, the pack's flow tools and the
+    confirmation step behind its policies (trimmed to ``fit``), the action router, and the open
+    flow's phase (or a proposal waiting for a yes) from the workflow store."""
     flow = RuleFlow(workflows, source.call)
     tools = pack.tools(source, flow.tools())
+    by_name = {tool.name: tool for tool in tools}
+    pending = PendingActions(workflows, by_name.get)
+    catalog = ToolPolicyCatalog(
+        [*tools, *pending.tools()],
+        {**pack.policies(), **pending.policies()},
+        discovery_domains=pack.discovery_domains,
+        proposals=pending.proposal,
+        fit=fit,
+    )
 
     async def flow_state(conversation_id: str) -> tuple[str, frozenset[str]] | None:
         for workflow, domains in pack.workflow_domains.items():
             draft = await workflows.current(ConversationId(conversation_id), workflow)
             if draft is not None and draft.status == "open":
                 return draft.phase, domains
-        return None
+        return await pending.state(conversation_id)
 
     return AgentPack(
         name=pack.name,
-        catalog=ToolPolicyCatalog(tools, pack.policies(), discovery_domains=pack.discovery_domains),
+        catalog=catalog,
         router=ActionRouter(ActionLexicon(**pack.lexicon)),
         default_policy=pack.default_policy,
         playbook=pack.playbook,

@@ -85,3 +85,26 @@ async def test_an_action_gets_only_writes_of_its_kind(tmp_path, router):
 
     assert "campaign_pause" in names
     assert not {"campaign_create", "campaign_clone", "campaign_delete"} & names
+
+
+def test_every_write_outside_the_staged_flow_names_the_actions_that_ask_for_it():
+    from frontdesk.packs.loyalty.flow import flow_policies
+
+    policies = {**POLICIES, **flow_policies()}
+    idle_writes = [name for name, p in policies.items() if p.writes and "idle" in p.phases]
+    undeclared = [name for name in idle_writes if not policies[name].actions]
+
+    assert len(idle_writes) > 40
+    assert undeclared == [], f"writes a router action cannot narrow to: {undeclared}"
+
+
+async def test_a_specific_action_is_offered_its_own_write_and_no_other(tmp_path):
+    from frontdesk.capabilities.policy import RoutingDecision
+
+    tools = await catalog(tmp_path)
+
+    bundle = tools.bundle(RoutingDecision("pause", frozenset({"campaign"}), 0.85, "idle"))
+
+    writes = [name for name in bundle.tool_names if (p := tools.policy(name)) is not None and p.writes]
+    assert writes == ["campaign_pause"]
+    assert "campaign_get" in bundle.tool_names

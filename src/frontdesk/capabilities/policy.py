@@ -7,7 +7,7 @@ it, and each pack's tests fail on it). Nothing is inferred from a tool's name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,6 +37,12 @@ ACTION_OPERATIONS: dict[str, frozenset[str]] = {
     "delete": frozenset({"delete"}),
 }
 CONFIRMED_SIGNAL = "confirmed"
+# The phase of a conversation with no open flow (back-office routers say so explicitly).
+IDLE_PHASE = "idle"
+# The phase of a conversation whose last turn proposed one confirmation-gated action: the next
+# message either confirms it (the router adds ``CONFIRMED_SIGNAL``), cancels it, or is routed as
+# if nothing were pending (``capabilities.confirmation``).
+PENDING_CONFIRMATION_PHASE = "confirm"
 
 
 @dataclass(frozen=True)
@@ -69,24 +75,51 @@ class RoutingDecision:
 
 @dataclass(frozen=True)
 class ToolPolicy:
+    """How a tool may be offered.
+
+    ``domains``: what a turn must be about. Without ``home`` the tool is found through *any* of
+    them. With ``home`` (one of ``domains``) the tool belongs to that domain: it is offered when
+    the turn is about its home alone, or about *all* its domains, so a cross-domain tool ("a
+    member's vouchers", home ``member``) does not ride along with every turn that mentions one of
+    its domains. ``discovery``: a low-risk read that an unsure turn may still use (when the
+    catalog's discovery domains include one of its domains)."""
+
     domains: frozenset[str]
     operation: Operation
     risk: Risk = "low"
     phases: frozenset[str] = frozenset()  # empty: every phase
     aliases: tuple[str, ...] = ()  # other names a model may call it by
     requires_confirmation: bool = False
+    home: str | None = None
+    discovery: bool = True
+    # The router actions that ask for this change ("pause", "adjust"...); empty: any action of
+    # its operation (``ACTION_OPERATIONS``). Declared, so "pause campaign X" is offered the pause
+    # and not every campaign write.
+    actions: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.home is not None and self.home not in self.domains:
+            raise ValueError(f"home domain {self.home!r} is not one of {sorted(self.domains)}")
 
     @property
     def writes(self) -> bool:
         return self.operation != "read"
 
+    def about(self, domains: frozenset[str]) -> bool:
+        """Whether a turn about ``domains`` is about this tool."""
+        if self.home is None:
+            return bool(self.domains & domains)
+        return self.domains <= domains or domains == {self.home}
+
 
 @dataclass(frozen=True)
 class Bundle:
-    """The tools one turn may see, and the names (canonical or alias) that resolve to them."""
+    """The tools one turn may see, and the names (canonical or alias) that resolve to them.
+    ``trimmed``: tools the turn qualified for but that did not fit the schema budget."""
 
     tools: tuple[Tool, ...]
     names: Mapping[str, Tool] = field(default_factory=dict)
+    trimmed: tuple[str, ...] = ()
 
     def resolve(self, name: str) -> Tool | None:
         return self.names.get(name)
@@ -96,13 +129,38 @@ class Bundle:
         return [t.name for t in self.tools]
 
 
+@dataclass(frozen=True)
+class SchemaFit:
+    """The chat slot's tool-schema budget, and what one tool's definition costs in it."""
+
+    budget: int
+    cost: Callable[[Tool], int]
+
+
+Proposals = Callable[[Tool, ToolPolicy], Tool]
+
+
 class ToolPolicyCatalog:
+    """``proposals``: how a confirmation-gated single-call tool is offered before its confirmation
+    (``capabilities.confirmation``); without it such a tool is offered only once confirmed.
+    ``fit``: the schema budget a bundle is trimmed to (reads go first, largest first)."""
+
     def __init__(
-        self, tools: Iterable[Tool], policies: Mapping[str, ToolPolicy], *, discovery_domains: Iterable[str]
+        self,
+        tools: Iterable[Tool],
+        policies: Mapping[str, ToolPolicy],
+        *,
+        discovery_domains: Iterable[str],
+        proposals: Proposals | None = None,
+        fit: SchemaFit | None = None,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self._policies = dict(policies)
         self._discovery = frozenset(discovery_domains)
+        self._proposals = proposals
+        self._proposed: dict[str, Tool] = {}
+        self._fit = fit
+        self._costs: dict[int, int] = {}  # by tool object: a proposal's description differs
 
     def unpoliced(self) -> list[str]:
         """Tools that have no policy, and so are never offered."""
@@ -111,6 +169,9 @@ class ToolPolicyCatalog:
     def policy(self, name: str) -> ToolPolicy | None:
         return self._policies.get(name)
 
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -118,34 +179,89 @@ class ToolPolicyCatalog:
     def bundle(self, decision: RoutingDecision) -> Bundle:
         """The tools for ``decision``. Unknown or unsure turns get read-only discovery tools; a
         write tool also needs a write-capable intent, a matching phase and, when it asks for one,
-        a confirmation signal; on a side query, a write tool must name the flow's phase."""
+        a confirmation signal (before it, a single-call tool is offered as a proposal); on a side
+        query, a write tool must name the flow's phase."""
+        chosen = [self._offer(tool, policy, decision) for tool, policy in self._candidates(decision)]
+        kept, trimmed = self._trim(chosen)
+        names: dict[str, Tool] = {}
+        for tool in kept:
+            names[tool.name] = tool
+            for alias in self._policies[tool.name].aliases:
+                names.setdefault(alias, tool)
+        return Bundle(tuple(kept), names, trimmed)
+
+    def _candidates(self, decision: RoutingDecision) -> list[tuple[Tool, ToolPolicy]]:
         unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
-        chosen: list[Tool] = []
+        confirmed = CONFIRMED_SIGNAL in decision.signals
+        chosen: list[tuple[Tool, ToolPolicy]] = []
         for name, tool in self._tools.items():
             policy = self._policies.get(name)
             if policy is None:
                 continue  # fail closed
             if unsure:
-                offered = not policy.writes and policy.risk == "low" and bool(policy.domains & self._discovery)
+                offered = (
+                    not policy.writes
+                    and policy.risk == "low"
+                    and policy.discovery
+                    and bool(policy.domains & self._discovery)
+                )
                 if decision.intent == "greeting":
                     offered = offered and bool(policy.domains & decision.domains)
             else:
-                offered = bool(policy.domains & decision.domains) and (
-                    not policy.phases or decision.phase in policy.phases
-                )
-                if policy.writes and policy.requires_confirmation:
-                    offered = offered and CONFIRMED_SIGNAL in decision.signals
-                if policy.writes and decision.intent in ACTION_OPERATIONS:
+                offered = policy.about(decision.domains) and (not policy.phases or decision.phase in policy.phases)
+                if policy.writes and policy.requires_confirmation and not confirmed:
+                    offered = offered and self._proposes(policy)
+                if policy.writes and policy.actions:
+                    offered = offered and decision.intent in policy.actions
+                elif policy.writes and decision.intent in ACTION_OPERATIONS:
                     offered = offered and policy.operation in ACTION_OPERATIONS[decision.intent]
                 if policy.writes and (decision.side_query or decision.intent in ASKING_INTENTS):
                     # A question adds read tools; the only writes are an open flow's own.
                     offered = offered and decision.side_query and decision.phase in policy.phases
             if offered:
-                chosen.append(tool)
-        names: dict[str, Tool] = {}
-        for tool in chosen:
-            names[tool.name] = tool
+                chosen.append((tool, policy))
+        return chosen
+
+    def _proposes(self, policy: ToolPolicy) -> bool:
+        """A single call outside any flow can be proposed now and confirmed next turn; a flow's
+        own gated step (a draft's submit) is confirmed inside its flow instead."""
+        return self._proposals is not None and IDLE_PHASE in policy.phases
+
+    def _offer(self, tool: Tool, policy: ToolPolicy, decision: RoutingDecision) -> Tool:
+        if not (policy.writes and policy.requires_confirmation) or CONFIRMED_SIGNAL in decision.signals:
+            return tool
+        assert self._proposals is not None  # _candidates only lets a gated tool through with it
+        if tool.name not in self._proposed:
+            self._proposed[tool.name] = self._proposals(tool, policy)
+        return self._proposed[tool.name]
+
+    def _trim(self, chosen: list[Tool]) -> tuple[list[Tool], tuple[str, ...]]:
+        """Within the schema budget: writes and flow steps stay (they are what the turn asked
+        for); plain reads go first, then list/search reads, the largest schema first each time."""
+        if self._fit is None:
+            return chosen, ()
+        fit = self._fit
+        costs = {t.name: self._cost(t, fit) for t in chosen}
+        total = sum(costs.values())
+        if total <= fit.budget:
+            return chosen, ()
+
+        def rank(tool: Tool) -> tuple[int, int]:
             policy = self._policies[tool.name]
-            for alias in policy.aliases:
-                names.setdefault(alias, tool)
-        return Bundle(tuple(chosen), names)
+            if policy.writes or policy.phases:
+                return (2, 0)
+            return (1 if policy.discovery else 0, -costs[tool.name])
+
+        dropped: list[str] = []
+        for tool in sorted(chosen, key=rank):
+            if total <= fit.budget or rank(tool)[0] == 2:
+                break
+            dropped.append(tool.name)
+            total -= costs[tool.name]
+        gone = set(dropped)
+        return [t for t in chosen if t.name not in gone], tuple(dropped)
+
+    def _cost(self, tool: Tool, fit: SchemaFit) -> int:
+        if id(tool) not in self._costs:
+            self._costs[id(tool)] = fit.cost(tool)
+        return self._costs[id(tool)]

@@ -188,7 +188,7 @@ def flow_policies() -> dict[str, ToolPolicy]:
         return ToolPolicy(frozenset({"rule"}), operation, phases=phases, **extra)
 
     policies = {
-        "rule_draft_start": step("create", frozenset({"idle"})),
+        "rule_draft_start": step("create", frozenset({"idle"}), actions=frozenset({"create"})),
         "rule_draft_choose_formula": step("update", FLOW_PHASES),
         "rule_draft_set_criteria": step("update", frozenset({CRITERIA, REVIEW})),
         "rule_draft_review": step("read", FLOW_PHASES),
