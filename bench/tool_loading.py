@@ -1,23 +1,25 @@
 """Tool loading on the loyalty pack: every tool in every prompt (naive) vs the routed bundle.
 
-For each labelled utterance in ``bench/data/loyalty_utterances.jsonl`` (see the README there):
+For each labelled utterance of both shipped sets (``bench/data/``; see the README there: the
+held-out set was written blind to the router), or of ``--data``:
 
 * naive: the definitions of all the server's tools are sent;
-* routed: ``catalog.bundle(router.route(text, RouterState(...)))`` with the loyalty lexicon and
-  policies, over the in-process MCP server (``build_server`` on a temp database, no network).
+* routed: ``catalog.bundle(router.route(text, RouterState(...)))`` with the catalog the runtime
+  builds (the pack's policies, the staged flow, the confirmation step, trimmed to the default chat
+  slot's schema budget), over the in-process MCP server (a temp database, no network).
 
 Printed: schema tokens per turn (name + description + JSON schema of each definition, serialised
 as the context budget counts them, counted with the shipped o200k tokenizer), tool recall against
 the labels (overall and per kind), precision, write tools exposed where none should be, and the
-worst misses. A tool whose policy phase is ``staged_submit`` (``rule_create``, ``rule_update``)
-is run by the staged flow's submit step, never by the model: it counts as covered when the
-decision carries the ``confirmed`` signal.
+worst misses. ``rule_create`` and ``rule_update`` take the whole rule model and are run by the
+staged flow, never by the model: a turn covers them when it is offered the flow step that leads to
+them (``flow.STAGED_BY``: the draft's start or edit, or the confirmed submit).
 
 Exits 1 if an unknown or low-confidence turn sees a write tool, 2 if the data names a tool the
 server does not have.
 
 Run:
-    .venv/bin/python bench/tool_loading.py [--data PATH]
+    .venv/bin/python bench/tool_loading.py [--data PATH ...]
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from frontdesk.capabilities.mcp import McpToolSource
-from frontdesk.capabilities.policy import CONFIRMED_SIGNAL, MIN_WRITE_CONFIDENCE, RoutingDecision, ToolPolicyCatalog
+from frontdesk.capabilities.policy import MIN_WRITE_CONFIDENCE, RoutingDecision, ToolPolicyCatalog
 from frontdesk.context.budget import BudgetConfig, schema_text
 from frontdesk.packs.loyalty import loyalty_pack
-from frontdesk.packs.loyalty.policies import STAGED_ONLY
+from frontdesk.packs.loyalty.flow import STAGED_BY
 from frontdesk.packs.loyalty.server import TOOL_NAMES, build_server
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
@@ -136,11 +138,9 @@ def evaluate(turns: Sequence[Turn], catalog: ToolPolicyCatalog, router: ActionRo
         decision = router.route(turn.text, turn.state)
         bundle = catalog.bundle(decision)
         names = tuple(bundle.tool_names)
-        confirmed = CONFIRMED_SIGNAL in decision.signals
 
-        def covered(name: str, names: tuple[str, ...] = names, confirmed: bool = confirmed) -> bool:
-            policy = catalog.policy(name)
-            return name in names or (confirmed and policy is not None and policy.phases == STAGED_ONLY)
+        def covered(name: str, names: tuple[str, ...] = names) -> bool:
+            return name in names or bool(set(STAGED_BY.get(name, ())) & set(names))
 
         missing = tuple(sorted(n for n in turn.needs if not covered(n)))
         tokens = sum(count_tokens(schema_text(t.definition())) for t in bundle.tools)

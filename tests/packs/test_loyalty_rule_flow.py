@@ -115,3 +115,37 @@ async def test_a_missing_required_field_is_refused_not_invented(db, service):
 
     with pytest.raises(ValueError, match="points"):
         tools["rule_draft_set_fixed_points"].input_model.model_validate({})
+
+
+async def test_an_existing_rule_is_changed_through_the_same_steps_and_replaced_once(db, service):
+    context = await conversation(db)
+    tools = flow_tools(RuleFlow(WorkflowStore(db, SystemClock()), service.call))
+    campaign = await open_campaign(service)
+    rule = (await service.call("rule_list", {"campaign_id": campaign}))["items"][0]
+    count = len((await service.call("rule_list", {"campaign_id": campaign}))["items"])
+
+    opened = await run(tools, "rule_draft_edit", {"rule_id": rule["id"]}, context)
+    assert opened.output["phase"] == "review"
+    assert opened.output["rule"]["name"] == rule["name"]
+    await run(tools, "rule_draft_details", {"priority": 321}, context)
+    await run(tools, "rule_draft_choose_formula", {"type": "fixed_points"}, context)
+    await run(tools, "rule_draft_set_fixed_points", {"points": 7}, context)
+    await run(tools, "rule_draft_set_criteria", {}, context)
+    saved = await run(tools, "rule_draft_submit", {}, context)
+
+    assert saved.output["status"] == "updated"
+    assert saved.evidence.events == (("rule_updated", rule["id"]),)
+    stored = (await service.call("rule_get", {"rule_id": rule["id"]}))["rule"]
+    assert (stored["name"], stored["priority"], stored["formula"]["type"]) == (rule["name"], 321, "fixed_points")
+    assert len((await service.call("rule_list", {"campaign_id": campaign}))["items"]) == count  # no new rule
+
+
+async def test_a_details_change_must_name_a_field(db, service):
+    context = await conversation(db)
+    tools = flow_tools(RuleFlow(WorkflowStore(db, SystemClock()), service.call))
+    campaign = await open_campaign(service)
+    rule = (await service.call("rule_list", {"campaign_id": campaign}))["items"][0]
+    await run(tools, "rule_draft_edit", {"rule_id": rule["id"]}, context)
+
+    with pytest.raises(ToolFailure, match="at least one field"):
+        await run(tools, "rule_draft_details", {}, context)

@@ -1,13 +1,16 @@
-"""Creating a rule in small steps (staged command DTOs) instead of one ~3,000-token tool.
+"""Creating or changing a rule in small steps (staged command DTOs) instead of one ~2,500-token tool.
 
 start (campaign, name) → choose the formula type → set *that type's* fields → set criteria →
 review → submit (confirmed). Each step is a small tool, offered only in its phase: the schema of
 a formula type's setter exists in a turn only once that type was chosen (phase
-``formula:<type>``). The draft lives in ``workflows`` (durable, compare-and-set, one per
-conversation), so a restart mid-flow loses nothing; the submit calls the service's
-``rule_create`` once per draft (the draft id is the idempotency key on both sides).
+``formula:<type>``). Changing a rule is the same flow entered at review: ``rule_draft_edit``
+loads the rule into a draft, the steps change what the user asks for (``rule_draft_details``
+for name, priority, status), and the submit replaces the rule. The draft lives in ``workflows``
+(durable, compare-and-set, one per conversation; the workflow id predates edits), so a restart
+mid-flow loses nothing; the submit calls the service's ``rule_create`` once per draft (the draft
+id is the idempotency key on both sides) or ``rule_update`` (a replacement, idempotent itself).
 
-Fields the customer did not give are never filled in here: a setter's required fields are
+Fields the user did not give are never filled in here: a setter's required fields are
 required, and a validation failure names what is missing so the agent asks.
 """
 
@@ -31,6 +34,12 @@ FORMULA_TYPES: tuple[str, ...] = get_args(FormulaType)
 FORMULA_PHASES = frozenset(f"formula:{t}" for t in FORMULA_TYPES)
 FLOW_PHASES = frozenset({CHOOSE_TYPE, CRITERIA, REVIEW}) | FORMULA_PHASES
 DRAFT_TTL_S = 6 * 3600
+RULE_DETAILS = ("name", "description", "priority", "stackable", "status")
+# The service's whole-rule writes, and the flow steps through which a turn reaches them.
+STAGED_BY = {
+    "rule_create": ("rule_draft_start", "rule_draft_submit"),
+    "rule_update": ("rule_draft_edit", "rule_draft_submit"),
+}
 
 ServiceCall = Callable[[str, Mapping[str, Any]], Awaitable[Any]]  # an MCP tool call by name
 
@@ -42,6 +51,22 @@ class StartRule(BaseModel):
     description: str = Field(default="", max_length=1000)
     priority: int = Field(default=100, ge=0, le=1000)
     stackable: bool = Field(default=True)
+
+
+class EditRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rule_id: str = Field(description="The rule to change (e.g. rul_0007)")
+
+
+class SetDetails(BaseModel):
+    """Only the fields the user asked to change; the others keep their values."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=3, max_length=120)
+    description: str | None = Field(default=None, max_length=1000)
+    priority: int | None = Field(default=None, ge=0, le=1000)
+    stackable: bool | None = None
+    status: Literal["active", "inactive"] | None = None
 
 
 class ChooseFormula(BaseModel):
@@ -71,6 +96,13 @@ class RuleFlow:
     def tools(self) -> list[Tool]:
         tools = [
             Tool("rule_draft_start", "Start creating a rule in a campaign (the first step).", StartRule, self.start),
+            Tool(
+                "rule_draft_edit",
+                "Start changing an existing rule (loads it into a draft to review and edit).",
+                EditRule,
+                self.edit,
+            ),
+            Tool("rule_draft_details", "Change the draft rule's name, priority or status.", SetDetails, self.details),
             Tool("rule_draft_choose_formula", "Choose the new rule's formula type.", ChooseFormula, self.choose),
             Tool("rule_draft_set_criteria", "Set when the new rule applies.", RuleCriteria, self.criteria),
             Tool("rule_draft_review", "Show the new rule as it will be created.", NoArguments, self.review),
@@ -109,6 +141,34 @@ class RuleFlow:
         )
         types = await self.service("rule_list_formula_types", {})
         return _result(draft, {"campaign": campaign, "formula_types": types, "next": "choose a formula type"})
+
+    async def edit(self, arguments: EditRule, context: ToolContext) -> ToolResult:
+        found = await self.service("rule_get", {"rule_id": arguments.rule_id})
+        rule = found.get("rule", {}) if isinstance(found, dict) else {}
+        draft = await self.workflows.start(
+            ConversationId(context.conversation_id),
+            WORKFLOW,
+            owner=context.turn_key or "agent",
+            data={
+                "rule_id": arguments.rule_id,
+                "campaign_id": rule.get("campaign_id"),
+                "rule": {key: rule[key] for key in RULE_DETAILS if key in rule},
+                "formula": rule.get("formula"),
+                "criteria": rule.get("criteria") or {},
+            },
+            phase=REVIEW,
+            ttl_s=DRAFT_TTL_S,
+        )
+        return _result(draft, {"rule": _definition(draft), "next": "ask what to change"})
+
+    async def details(self, arguments: SetDetails, context: ToolContext) -> ToolResult:
+        draft = await self._draft(context)
+        changes = arguments.model_dump(exclude_none=True)
+        if not changes:
+            raise ToolFailure("name at least one field to change")
+        rule = {**draft.data.get("rule", {}), **changes}
+        draft = await self.workflows.update(draft.id, draft.version, data_changes={"rule": rule})
+        return _result(draft, {"rule": _definition(draft)})
 
     async def choose(self, arguments: ChooseFormula, context: ToolContext) -> ToolResult:
         draft = await self._draft(context)
@@ -153,19 +213,27 @@ class RuleFlow:
         if draft.phase != REVIEW and draft.status == "open":
             raise ToolFailure("the rule is not complete yet; finish the formula and criteria first")
 
-        async def create(claimed: Draft) -> dict[str, Any]:
-            created = await self.service(
-                "rule_create",
-                {"campaign_id": claimed.data["campaign_id"], **_definition(claimed), "idempotency_key": claimed.id},
-            )
-            return created if isinstance(created, dict) else {"result": created}
+        editing = draft.data.get("rule_id")
 
-        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, create)
+        async def save(claimed: Draft) -> dict[str, Any]:
+            if editing:  # a replacement is idempotent by nature: the same definition twice is one state
+                saved = await self.service("rule_update", {"rule_id": editing, **_definition(claimed)})
+            else:
+                saved = await self.service(
+                    "rule_create",
+                    {"campaign_id": claimed.data["campaign_id"], **_definition(claimed), "idempotency_key": claimed.id},
+                )
+            return saved if isinstance(saved, dict) else {"result": saved}
+
+        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, save)
         if isinstance(outcome, SubmitPending):
-            return ToolResult({"status": "being created", "draft_id": draft.id})
-        rule_id = str(outcome.result.get("id") or outcome.result.get("rule_id") or "")
-        evidence = ToolEvidence(references=frozenset({rule_id} - {""}), events=(("rule_created", rule_id or None),))
-        return ToolResult({"status": "created", "rule": outcome.result}, evidence, state_key=WORKFLOW)
+            return ToolResult({"status": "being saved", "draft_id": draft.id})
+        saved_rule = outcome.result.get("rule")
+        rule_id = str(editing or (saved_rule.get("id") if isinstance(saved_rule, dict) else "") or "")
+        event = "rule_updated" if editing else "rule_created"
+        evidence = ToolEvidence(references=frozenset({rule_id} - {""}), events=((event, rule_id or None),))
+        status = "updated" if editing else "created"
+        return ToolResult({"status": status, "rule": outcome.result}, evidence, state_key=WORKFLOW)
 
     async def cancel(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
         draft = await self._draft(context)
@@ -189,6 +257,8 @@ def flow_policies() -> dict[str, ToolPolicy]:
 
     policies = {
         "rule_draft_start": step("create", frozenset({"idle"}), actions=frozenset({"create"})),
+        "rule_draft_edit": step("update", frozenset({"idle"}), actions=frozenset({"update"})),
+        "rule_draft_details": step("update", FLOW_PHASES),
         "rule_draft_choose_formula": step("update", FLOW_PHASES),
         "rule_draft_set_criteria": step("update", frozenset({CRITERIA, REVIEW})),
         "rule_draft_review": step("read", FLOW_PHASES),
