@@ -1,16 +1,27 @@
 """The loyalty pack's router: every domain a message needs, read-only when unsure, side questions
-that keep a flow, and confirmation only where a flow waits for it."""
+that keep a flow, and confirmation only where a flow (or a proposed action) waits for it.
+
+The messages here are written for these tests; none is taken from the benchmark's labelled sets."""
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
 
-from frontdesk.capabilities.policy import RoutingDecision, ToolPolicy, ToolPolicyCatalog
+from frontdesk.capabilities.policy import (
+    ASKING_INTENTS,
+    CONFIRMED_SIGNAL,
+    MIN_WRITE_CONFIDENCE,
+    PENDING_CONFIRMATION_PHASE,
+    RoutingDecision,
+    ToolPolicy,
+    ToolPolicyCatalog,
+)
 from frontdesk.capabilities.tools import Tool
-from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
+from frontdesk.reasoning.action_router import QUESTION_SIGNAL, ActionLexicon, ActionRouter
 from frontdesk.reasoning.router import RouterState
 
 LEXICON = Path(__file__).parents[2] / "src/frontdesk/packs/loyalty/data/lexicon.json"
@@ -101,3 +112,277 @@ def test_a_side_query_bundle_adds_read_tools_and_only_the_flows_own_writes():
     side = RoutingDecision("list", frozenset({"rule", "voucher"}), 0.8, "formula", side_query=True)
 
     assert catalog.bundle(side).tool_names == ["voucher_list", "rule_draft_set_formula"]
+
+
+# -- entity ids name their domain
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "domains"),
+    [
+        ("resume cmp_0012", "activate", {"campaign"}),
+        ("copy rul_0031 into cmp_0002", "clone", {"rule", "campaign"}),
+        ("rwd_0017 needs 40 more units, restock it", "restock", {"reward"}),
+        ("push vch_0440 back by ten days", "extend", {"voucher"}),
+        ("refresh seg_0011 please", "refresh", {"segment"}),
+        ("rename seg_0003 to Weekday regulars", "update", {"segment"}),
+        ("is FD-Q7RT-22KM still valid?", "detail", {"voucher"}),
+        ("cancel rdm_0210", "revoke", {"reward"}),
+        ("put mem_0318 in platinum", "assign", {"member", "tier"}),
+    ],
+)
+def test_an_entity_id_or_code_is_enough_to_name_the_domain(router, text, intent, domains):
+    decision = router.route(text, IDLE)
+
+    assert (decision.intent, set(decision.domains)) == (intent, domains)
+    assert decision.confidence >= MIN_WRITE_CONFIDENCE
+
+
+# -- the verbs the tool list implies, in both languages
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "domain"),
+    [
+        ("disable the loyalty rule rul_0040", "deactivate", "rule"),
+        ("switch the cinema reward off for now", "deactivate", "reward"),
+        ("tắt quy tắc rul_0040 đi", "deactivate", "rule"),
+        ("vô hiệu hóa hội viên mem_0700", "deactivate", "member"),
+        ("turn rule rul_0040 back on", "activate", "rule"),
+        ("bật lại quy tắc rul_0040", "activate", "rule"),
+        ("enrol Mai Anh as a member, phone 0912 000 111", "enrol", "member"),
+        ("đăng ký hội viên cho chị Hoa, sđt 0912 000 111", "enrol", "member"),
+        ("recalculate the tier of mem_0505", "evaluate", "tier"),
+        ("tính lại hạng cho hội viên mem_0505", "evaluate", "tier"),
+        ("xét lại hạng thành viên mem_0505", "evaluate", "tier"),
+        ("làm mới nhóm seg_0006 giúp anh", "refresh", "segment"),
+        ("nhập thêm 30 bình giữ nhiệt cho phần thưởng rwd_0008", "restock", "reward"),
+        ("gia hạn voucher vch_0099 thêm 5 ngày", "extend", "voucher"),
+        ("log a sale of 420,000 VND for mem_0612", "record", "member"),
+        ("ghi nhận giao dịch 300.000đ cho hội viên mem_0612", "record", "member"),
+        ("transfer 250 points from mem_0001 to mem_0002", "transfer", "member"),
+        ("chuyển 250 điểm của mem_0001 cho mem_0002", "transfer", "member"),
+        ("award mem_0612 150 bonus points for the referral", "earn", "member"),
+        ("trừ 80 điểm của mem_0612 vì nhập sai", "adjust", "member"),
+        ("wind down cmp_0010 for good", "end", "campaign"),
+        ("kết thúc chương trình cmp_0010", "end", "campaign"),
+        ("bump the priority of rul_0009 to 300", "prioritize", "rule"),
+        ("đặt độ ưu tiên của quy tắc rul_0009 là 300", "prioritize", "rule"),
+        ("unlock the tier of mem_0333", "unlock", "tier"),
+        ("add mem_0333 to seg_0004", "add", "segment"),
+        ("loại mem_0333 khỏi nhóm seg_0004", "remove", "segment"),
+        ("mark every overdue voucher as expired", "expire", "voucher"),
+    ],
+)
+def test_each_verb_family_names_its_own_action(router, text, intent, domain):
+    decision = router.route(text, IDLE)
+
+    assert decision.intent == intent
+    assert domain in decision.domains
+    assert decision.confidence >= MIN_WRITE_CONFIDENCE
+
+
+@pytest.mark.parametrize(
+    ("text", "domains"),
+    [
+        ("dry-run a 900k purchase for mem_0100", {"rule", "member"}),
+        ("thử tính điểm cho đơn 2.000.000đ của mem_0100", {"rule", "member"}),
+        ("is mem_0100 eligible for rwd_0006?", {"member", "reward"}),
+        ("preview seg_0002 with a minimum spend of 1M", {"segment"}),
+    ],
+)
+def test_previews_simulations_and_eligibility_checks_are_reads(router, text, domains):
+    decision = router.route(text, IDLE)
+
+    assert decision.intent in ASKING_INTENTS
+    assert domains <= set(decision.domains)
+
+
+# -- Vietnamese typed without diacritics
+
+
+@pytest.mark.parametrize(
+    ("plain", "accented"),
+    [
+        ("tam dung chuong trinh cmp_0009", "tạm dừng chương trình cmp_0009"),
+        ("tao quy tac moi cho chien dich cmp_0001", "tạo quy tắc mới cho chiến dịch cmp_0001"),
+        ("xoa phan khuc seg_0010", "xóa phân khúc seg_0010"),
+        ("so du cua hoi vien mem_0020 la bao nhieu", "số dư của hội viên mem_0020 là bao nhiêu"),
+        ("danh sach qua doi diem", "danh sách quà đổi điểm"),
+    ],
+)
+def test_vietnamese_without_diacritics_routes_like_the_accented_text(router, plain, accented):
+    folded, written = router.route(plain, IDLE), router.route(accented, IDLE)
+
+    assert (folded.intent, folded.domains, folded.language) == (written.intent, written.domains, "vi")
+
+
+def test_text_in_decomposed_unicode_matches_like_composed_text(router):
+    decomposed = unicodedata.normalize("NFD", "tạm dừng chiến dịch cmp_0004")
+
+    assert router.route(decomposed, IDLE).intent == "pause"
+
+
+@pytest.mark.parametrize(
+    ("text", "not_domain"),
+    [
+        ("hang on, which rules run on weekends?", "tier"),  # "hạng" without its marks
+        ("find the member called Tim Baker", "reward"),
+        ("làm lại y như hôm qua nhé", "reward"),  # an accented message's "qua" is not "quà"
+    ],
+)
+def test_a_folded_syllable_alone_is_not_taken_for_vietnamese(router, text, not_domain):
+    assert not_domain not in router.route(text, IDLE).domains
+
+
+# -- questions about a change are not requests for it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "when will cmp_0007 end?",
+        "did someone deactivate rul_0005?",
+        "chiến dịch cmp_0007 kết thúc khi nào",
+        "thời gian bắt đầu của chương trình cmp_0007",
+        "tóm tắt chương trình cmp_0007",
+        "quy tắc rul_0005 đã tắt chưa?",
+        "phần thưởng rwd_0002 có đang bật không",
+        "lịch sử đổi quà của hội viên mem_0009",
+        "tỉ lệ sử dụng voucher tháng này",
+        "how many vouchers were redeemed in March",
+        "các mức điểm để lên hạng vàng",
+    ],
+)
+def test_a_question_about_a_change_stays_read_only(router, text):
+    decision = router.route(text, IDLE)
+
+    assert decision.intent in ASKING_INTENTS
+    assert decision.domains
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("could you pause cmp_0007?", "pause"),
+        ("end cmp_0007?", "end"),
+        ("tạm dừng cmp_0007 được không?", "pause"),
+        ("em tắt giúp anh quy tắc rul_0005 nhé?", "deactivate"),
+        ("có thể kích hoạt cmp_0007 không?", "activate"),
+    ],
+)
+def test_a_request_put_as_a_question_is_still_a_request(router, text, intent):
+    decision = router.route(text, IDLE)
+
+    assert decision.intent == intent
+    assert QUESTION_SIGNAL not in decision.signals
+
+
+@pytest.mark.parametrize(
+    ("text", "domains"),
+    [
+        ("how many points has mem_0300 got left", {"member"}),
+        ("hội viên mem_0300 còn mấy điểm", {"member"}),
+        ("how many members joined in October", {"member", "report"}),
+        ("bao nhiêu khách đã đổi quà tuần này", {"member", "reward", "report"}),
+    ],
+)
+def test_a_count_routes_to_what_it_counts_and_to_reports_only_over_a_collection(router, text, domains):
+    decision = router.route(text, IDLE)
+
+    assert set(decision.domains) == domains
+    assert decision.intent in ASKING_INTENTS
+
+
+@pytest.mark.parametrize(
+    ("text", "domains"),
+    [
+        ("what criteria does seg_0012 use", {"segment"}),
+        ("điều kiện của quy tắc rul_0002", {"rule"}),
+        ("which criteria can I combine?", {"rule", "segment"}),
+    ],
+)
+def test_criteria_belong_to_the_rule_or_segment_they_are_about(router, text, domains):
+    assert set(router.route(text, IDLE).domains) == domains
+
+
+# -- confirmations and cancellations
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["all correct", "looks right to me", "sounds good, save it", "chuẩn rồi", "ừ", "oke", "ok luôn", "làm đi", "chốt"],
+)
+def test_a_loose_confirmation_submits_at_review(router, text):
+    decision = router.route(text, in_flow("review"))
+
+    assert (decision.intent, CONFIRMED_SIGNAL in decision.signals) == ("submit", True)
+
+
+@pytest.mark.parametrize("text", ["không, thôi", "đừng", "no, don't", "no", "không", "nope"])
+def test_a_refusal_at_review_cancels(router, text):
+    assert router.route(text, in_flow("review")).intent == "cancel"
+
+
+def test_a_bare_no_or_a_trailing_thoi_is_no_cancel_while_the_flow_asks_for_details(router):
+    assert router.route("no", in_flow("criteria")).intent != "cancel"
+    assert router.route("chỉ áp dụng cho hạng bạc thôi", in_flow("criteria")).intent != "cancel"
+
+
+def test_a_confirmation_that_asks_for_something_else_does_not_submit(router):
+    decision = router.route("yes, but also show me the vouchers of mem_0001", in_flow("review"))
+
+    assert CONFIRMED_SIGNAL not in decision.signals
+
+
+# -- a proposal waiting for its confirmation (phase "confirm")
+
+PROPOSED = RouterState(
+    workflow_phase=PENDING_CONFIRMATION_PHASE, workflow_domains=frozenset({"confirmation", "member"})
+)
+
+
+@pytest.mark.parametrize("text", ["yes", "ok, go ahead", "đồng ý", "chuẩn rồi, làm đi"])
+def test_a_confirmation_of_a_proposal_submits_it(router, text):
+    decision = router.route(text, PROPOSED)
+
+    assert (decision.intent, set(decision.domains), decision.phase) == ("submit", {"confirmation", "member"}, "confirm")
+    assert decision.confidence == 0.9
+    assert CONFIRMED_SIGNAL in decision.signals
+
+
+@pytest.mark.parametrize("text", ["no", "không", "cancel that", "thôi, không cần"])
+def test_a_refusal_of_a_proposal_cancels_it(router, text):
+    decision = router.route(text, PROPOSED)
+
+    assert (decision.intent, decision.phase) == ("cancel", "confirm")
+    assert CONFIRMED_SIGNAL not in decision.signals
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "list the active campaigns",
+        "yes, and which vouchers does mem_0001 hold?",
+        "cancel voucher vch_0003",
+        "tạm dừng chiến dịch cmp_0004",
+        "what's the weather like",
+    ],
+)
+def test_anything_else_while_a_proposal_waits_is_routed_as_a_new_request(router, text):
+    decision = router.route(text, PROPOSED)
+
+    assert decision == router.route(text, IDLE)
+    assert (decision.phase, decision.side_query) == ("idle", False)
+    assert CONFIRMED_SIGNAL not in decision.signals
+
+
+# -- structural safety
+
+
+@pytest.mark.parametrize("text", ["create it", "tạo đi", "delete", "làm giống hôm qua", "tao di", "turn it off"])
+def test_a_vague_command_stays_unknown_and_unsure(router, text):
+    decision = router.route(text, IDLE)
+
+    assert (decision.intent, decision.domains) == ("unknown", frozenset())
+    assert decision.confidence < MIN_WRITE_CONFIDENCE

@@ -3,118 +3,227 @@
 Model-free, like the print shop's router: regex lexicons per language for *domains* (campaign,
 rule, member...) and *actions* (list, detail, create, activate...), plus the workflow state
 loaded from the store (an open draft and its phase). "Which rules does campaign X have?" hits
-two domains and gets both. Safety is structural:
+two domains and gets both; an entity id names its domain ("pause cmp_0006"). Vietnamese typed
+without diacritics matches the same patterns (``_folding``). Safety is structural:
 
 - a write action needs a domain hit too; "create something" alone is ``unknown`` with low
   confidence, and the catalog then offers read-only discovery tools only;
+- a question ("when does X end?", "quy tắc nào đang tắt?") turns its verbs into reads, unless it
+  is a request put as a question ("can you pause X?", "tắt giúp em được không?");
+- a verb used as a noun ("báo cáo đổi quà", "tỉ lệ sử dụng voucher") is not an action;
 - during an open flow, a question about something else is a ``side_query``: the flow's own
   tools stay, the asked domains add their read tools, and no other write tool appears;
-- a confirmation ("yes", "đồng ý"...) counts only while a flow waits for one (its phase is
-  ``review``), and only then carries the ``confirmed`` signal that confirmation-gated tools need.
+- a confirmation ("yes", "đồng ý"...) counts only while something waits for one (the rule flow's
+  ``review`` phase, or a proposed action's ``confirm`` phase), only when it asks for nothing else,
+  and only then carries the ``confirmed`` signal that confirmation-gated tools need. While a
+  proposal waits, any other message is routed as if nothing were pending.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
-from frontdesk.capabilities.policy import ASKING_INTENTS, CONFIRMED_SIGNAL, RoutingDecision
+from frontdesk.capabilities.policy import (
+    ASKING_INTENTS,
+    CONFIRMED_SIGNAL,
+    PENDING_CONFIRMATION_PHASE,
+    RoutingDecision,
+)
+from frontdesk.reasoning._folding import Hit, PatternTable, Reader
 from frontdesk.reasoning.router import VIETNAMESE_LETTERS, RouterState
 
 READ_ACTIONS = ASKING_INTENTS
 IDLE = "idle"
 REVIEW_PHASE = "review"
+# Phases whose next message may confirm (or refuse) what the assistant just laid out.
+CONFIRM_PHASES = frozenset({REVIEW_PHASE, PENDING_CONFIRMATION_PHASE})
+QUESTION_SIGNAL = "form:question"
+NEUTRAL = "*"  # the "language" of patterns that belong to none: entity ids, codes, "?"
+# A confirmation may restate what it confirms ("yes, create it") but not ask for another change.
+CONFIRMABLE_WRITES = frozenset({"create"})
+_NOTHING_BEFORE = re.compile(r"[\W_]*")
+
+Patterns = Mapping[str, list[str]]  # language -> regexes
+
+
+class SharedTerm(TypedDict):
+    """A word of several domains ("criteria": a rule's or a segment's). It adds its domains only
+    when the message names none of them otherwise ("seg_0004's criteria" stays a segment), and,
+    if ``aggregate``, only when it names no single entity by id or code ("how many members" is a
+    report, "how many points does mem_0107 have" is not)."""
+
+    domains: list[str]
+    patterns: dict[str, list[str]]
+    aggregate: NotRequired[bool]
 
 
 @dataclass(frozen=True)
 class ActionLexicon:
-    """Patterns per language: ``domains[domain][language]``, ``actions[action][language]``,
-    ``confirm[language]``, ``cancel[language]``."""
+    """Patterns per language (``"*"``: any language): ``domains[domain][language]``,
+    ``actions[action][language]`` (in priority order: when a message names several reads, or
+    several changes, the first listed wins); cues ``confirm``, ``cancel``, ``decline`` (a bare "no", a cancel
+    only where a confirmation is awaited), ``question``, ``request`` (a request however phrased);
+    ``lead``: what may precede an imperative verb ("please", "can you"), matched on the text
+    before it; ``nominal``: what makes the verb after it a noun ("lịch sử" + "đổi quà")."""
 
-    domains: Mapping[str, Mapping[str, list[str]]]
-    actions: Mapping[str, Mapping[str, list[str]]]
-    confirm: Mapping[str, list[str]]
-    cancel: Mapping[str, list[str]]
+    domains: Mapping[str, Patterns]
+    actions: Mapping[str, Patterns]
+    confirm: Patterns
+    cancel: Patterns
+    decline: Patterns = field(default_factory=dict)
+    shared: Mapping[str, SharedTerm] = field(default_factory=dict)
+    question: Patterns = field(default_factory=dict)
+    request: Patterns = field(default_factory=dict)
+    lead: Patterns = field(default_factory=dict)
+    nominal: Patterns = field(default_factory=dict)
 
 
-def _compile(patterns: Mapping[str, list[str]]) -> dict[str, list[re.Pattern[str]]]:
-    return {language: [re.compile(p, re.IGNORECASE) for p in items] for language, items in patterns.items()}
+@dataclass(frozen=True)
+class _Reading:
+    """What a message says on its own, before the conversation's state is considered."""
+
+    domains: frozenset[str]
+    reads: frozenset[str]
+    writes: frozenset[str]
+    cues: frozenset[str]
+    signals: tuple[str, ...]
+    language: str
+    priority: tuple[str, ...]
+
+    def primary(self, actions: Iterable[str]) -> str:
+        """A stable pick among several actions (the lexicon's order)."""
+        named = set(actions)
+        return next((a for a in self.priority if a in named), min(named, default=""))
+
+    def asks_nothing_else(self, own: frozenset[str], restated: frozenset[str]) -> bool:
+        """Nothing read, no domain beyond ``own``, no change beyond the ``restated`` ones."""
+        return not self.reads and not self.domains - own and not self.writes - restated
+
+    def decide(
+        self,
+        intent: str,
+        domains: Iterable[str],
+        confidence: float,
+        phase: str = IDLE,
+        *,
+        side: bool = False,
+        extra: tuple[str, ...] = (),
+    ) -> RoutingDecision:
+        signals = (*self.signals, *extra)
+        return RoutingDecision(intent, frozenset(domains), confidence, phase, side, signals, self.language)
 
 
 class ActionRouter:
     def __init__(self, lexicon: ActionLexicon) -> None:
-        self._domains = {name: _compile(by_language) for name, by_language in lexicon.domains.items()}
-        self._actions = {name: _compile(by_language) for name, by_language in lexicon.actions.items()}
-        self._confirm = _compile(lexicon.confirm)
-        self._cancel = _compile(lexicon.cancel)
-
-    def _hits(self, table: Mapping[str, Mapping[str, list[re.Pattern[str]]]], text: str) -> tuple[set[str], set[str]]:
-        names: set[str] = set()
-        languages: set[str] = set()
-        for name, by_language in table.items():
-            for language, patterns in by_language.items():
-                if any(p.search(text) for p in patterns):
-                    names.add(name)
-                    languages.add(language)
-        return names, languages
-
-    def _said(self, table: Mapping[str, list[re.Pattern[str]]], text: str) -> bool:
-        return any(p.search(text) for patterns in table.values() for p in patterns)
+        self._domains = PatternTable(lexicon.domains)
+        self._shared = [
+            (frozenset(term["domains"]), term.get("aggregate", False), PatternTable({name: term["patterns"]}))
+            for name, term in lexicon.shared.items()
+        ]
+        self._actions = PatternTable(lexicon.actions)
+        self._priority = tuple(lexicon.actions)
+        cues = {"confirm": lexicon.confirm, "cancel": lexicon.cancel, "decline": lexicon.decline}
+        self._cues = PatternTable({**cues, "question": lexicon.question, "request": lexicon.request})
+        self._lead = PatternTable({"lead": lexicon.lead})
+        self._nominal = PatternTable({"nominal": lexicon.nominal})
+        self._reader = Reader([self._domains, *(table for *_, table in self._shared), self._actions, self._cues])
 
     def route(self, text: str, state: RouterState) -> RoutingDecision:
-        domains, domain_languages = self._hits(self._domains, text)
-        actions, action_languages = self._hits(self._actions, text)
-        language = _language(text, domain_languages | action_languages, state.preferred_language)
-        writes = actions - READ_ACTIONS
-        reads = actions & READ_ACTIONS
+        reading = self._read(unicodedata.normalize("NFC", text), state.preferred_language)
         flow = state.workflow_phase
-        signals = sorted({*(f"domain:{d}" for d in domains), *(f"action:{a}" for a in actions)})
+        own = frozenset(state.workflow_domains)
+        at_flow = (f"state:flow:{flow}",)
+        if flow == PENDING_CONFIRMATION_PHASE:
+            if "confirm" in reading.cues and reading.asks_nothing_else(own, CONFIRMABLE_WRITES):
+                return reading.decide("submit", own, 0.9, flow, extra=(*at_flow, CONFIRMED_SIGNAL))
+            if reading.cues & {"cancel", "decline"} and reading.asks_nothing_else(own, frozenset()):
+                return reading.decide("cancel", own, 0.9, flow, extra=at_flow)
+            # Anything else is a new request; the proposal simply stays unconfirmed.
+            return _idle(reading)
         if flow:
-            signals.append(f"state:flow:{flow}")
+            return _in_flow(reading, flow, own, at_flow)
+        return _idle(reading)
 
-        def decide(
-            intent: str, chosen: set[str], confidence: float, *, side: bool = False, extra: tuple[str, ...] = ()
-        ) -> RoutingDecision:
-            return RoutingDecision(
-                intent, frozenset(chosen), confidence, flow or IDLE, side, (*signals, *extra), language
-            )
+    def _read(self, text: str, preferred: str | None) -> _Reading:
+        folded = self._reader.unaccented_vietnamese(text)
+        domain_hits = self._domains.hits(text, folded)
+        named = {h.name for h in domain_hits}
+        entity = any(h.language == NEUTRAL for h in domain_hits)
+        domains = set(named)
+        shared_hits: list[Hit] = []
+        for names, aggregate, table in self._shared:
+            hits = [] if names & named or (aggregate and entity) else table.hits(text, folded)
+            if hits:
+                shared_hits.extend(hits)
+                domains |= names
+        action_hits = [h for h in self._actions.hits(text, folded) if not self._nominal_at(text, h, folded)]
+        cue_hits = self._cues.hits(text, folded)
+        cues = frozenset(h.name for h in cue_hits)
+        reads = {h.name for h in action_hits if h.name in READ_ACTIONS}
+        writes = {h.name for h in action_hits if h.name not in READ_ACTIONS}
+        signals = sorted({*(f"domain:{d}" for d in domains), *(f"action:{h.name}" for h in action_hits)})
+        if writes and "question" in cues and not self._imperative(text, action_hits, cues, folded):
+            # "When does X end?" asks about the change; it does not ask for it.
+            reads, writes = reads or {"detail"}, set()
+            signals.append(QUESTION_SIGNAL)
+        languages = {h.language for h in (*domain_hits, *shared_hits, *action_hits, *cue_hits)} - {NEUTRAL}
+        language = _language(text, languages, folded, preferred)
+        return _Reading(
+            frozenset(domains), frozenset(reads), frozenset(writes), cues, tuple(signals), language, self._priority
+        )
 
-        if flow:
-            own = set(state.workflow_domains)
-            if self._said(self._cancel, text):
-                return decide("cancel", own, 0.9)
-            if flow == REVIEW_PHASE and self._said(self._confirm, text) and not (reads or writes - {"create"}):
-                return decide("submit", own, 0.9, extra=(CONFIRMED_SIGNAL,))
-            other = domains - own
-            if reads or (other and not writes):
-                # A question in the middle of the flow: answer it, keep the flow.
-                return decide(_primary(reads) or "detail", own | domains, 0.8, side=True)
-            return decide("continue", own | (domains if writes else set()), 0.8)
-        if writes and domains:
-            return decide(_primary(writes), domains, 0.85 if len(writes) == 1 else 0.7)
-        if reads and domains:
-            return decide(_primary(reads), domains, 0.85)
-        if domains:
-            return decide("detail", domains, 0.7)
-        if writes or reads:
-            # "create one" with nothing to create: never enough to unlock a write tool.
-            return decide("unknown", set(), 0.4)
-        return decide("unknown", set(), 0.2)
+    def _nominal_at(self, text: str, hit: Hit, folded: bool) -> bool:
+        return hit.name not in READ_ACTIONS and bool(self._nominal.hits(text[: hit.start], folded))
+
+    def _imperative(self, text: str, action_hits: list[Hit], cues: frozenset[str], folded: bool) -> bool:
+        """A request put as a question: a request marker, or a change verb that opens the message
+        (after nothing but a lead such as "please", "can you", "giúp em")."""
+        if "request" in cues:
+            return True
+        for hit in action_hits:
+            if hit.name in READ_ACTIONS:
+                continue
+            before = text[: hit.start]
+            if _NOTHING_BEFORE.fullmatch(before) or self._lead.hits(before, folded):
+                return True
+        return False
 
 
-def _primary(actions: set[str]) -> str:
-    """A stable pick when a message names several actions (the order is the lexicon's priority)."""
-    order = ("create", "update", "delete", "activate", "pause", "clone", "adjust", "issue", "revoke", "redeem")
-    for action in (*order, "report", "list", "search", "detail"):
-        if action in actions:
-            return action
-    return sorted(actions)[0] if actions else ""
+def _idle(reading: _Reading) -> RoutingDecision:
+    domains, reads, writes = reading.domains, reading.reads, reading.writes
+    if writes and domains:
+        return reading.decide(reading.primary(writes), domains, 0.85 if len(writes) == 1 else 0.7)
+    if reads and domains:
+        return reading.decide(reading.primary(reads), domains, 0.85)
+    if domains:
+        return reading.decide("detail", domains, 0.7)
+    if writes or reads:
+        # "create one" with nothing to create: never enough to unlock a write tool.
+        return reading.decide("unknown", (), 0.4)
+    return reading.decide("unknown", (), 0.2)
 
 
-def _language(text: str, lexicon_languages: set[str], preferred: str | None) -> str:
-    if VIETNAMESE_LETTERS.search(text) or lexicon_languages == {"vi"}:
+def _in_flow(reading: _Reading, flow: str, own: frozenset[str], at_flow: tuple[str, ...]) -> RoutingDecision:
+    awaits_answer = flow in CONFIRM_PHASES
+    if "cancel" in reading.cues or (awaits_answer and "decline" in reading.cues):
+        return reading.decide("cancel", own, 0.9, flow, extra=at_flow)
+    if awaits_answer and "confirm" in reading.cues and reading.asks_nothing_else(own, CONFIRMABLE_WRITES):
+        return reading.decide("submit", own, 0.9, flow, extra=(*at_flow, CONFIRMED_SIGNAL))
+    other = reading.domains - own
+    if reading.reads or (other and not reading.writes):
+        # A question in the middle of the flow: answer it, keep the flow.
+        intent = reading.primary(reading.reads) or "detail"
+        return reading.decide(intent, own | reading.domains, 0.8, flow, side=True, extra=at_flow)
+    return reading.decide("continue", own | (reading.domains if reading.writes else set()), 0.8, flow, extra=at_flow)
+
+
+def _language(text: str, languages: set[str], folded: bool, preferred: str | None) -> str:
+    if folded or VIETNAMESE_LETTERS.search(text) or languages == {"vi"}:
         return "vi"
-    if "en" in lexicon_languages:
+    if languages == {"en"}:
         return "en"
     return preferred or "en"
