@@ -23,15 +23,32 @@ READ_ONLY_INTENTS = frozenset({"greeting", "unknown"})
 ASKING_INTENTS = frozenset({"list", "search", "detail", "report"})
 MIN_WRITE_CONFIDENCE = 0.6
 # A back-office action names the kind of change it asks for: only writes of that kind are offered
-# ("pause campaign X" gets no campaign_create). Intents not listed here are not narrowed.
+# ("pause campaign X" gets no campaign_create); a tool that declares its own ``actions`` is
+# narrowed further to them. Intents not listed here are not narrowed.
 ACTION_OPERATIONS: dict[str, frozenset[str]] = {
     "create": frozenset({"create"}),
     "clone": frozenset({"create"}),
     "issue": frozenset({"create"}),
+    "enrol": frozenset({"create"}),
+    "record": frozenset({"create"}),
     "update": frozenset({"update"}),
     "activate": frozenset({"update"}),
+    "deactivate": frozenset({"update"}),
     "pause": frozenset({"update"}),
+    "end": frozenset({"update"}),
     "adjust": frozenset({"update"}),
+    "earn": frozenset({"update"}),
+    "transfer": frozenset({"update"}),
+    "evaluate": frozenset({"update"}),
+    "assign": frozenset({"update"}),
+    "unlock": frozenset({"update"}),
+    "refresh": frozenset({"update"}),
+    "restock": frozenset({"update"}),
+    "extend": frozenset({"update"}),
+    "expire": frozenset({"update"}),
+    "add": frozenset({"update"}),
+    "remove": frozenset({"update"}),
+    "prioritize": frozenset({"update"}),
     "revoke": frozenset({"update", "delete"}),
     "redeem": frozenset({"create", "update"}),
     "delete": frozenset({"delete"}),
