@@ -17,7 +17,9 @@ from sqlalchemy import func, select
 
 from frontdesk.demo import seed_demo
 from frontdesk.errors import ConfigError
-from frontdesk.evals.scenario import Expect, Scenario
+from frontdesk.evals.checks import Observation, check
+from frontdesk.evals.mcp_packs import connect_service, open_drafts, service_checks
+from frontdesk.evals.scenario import Scenario, ScenarioTurn
 from frontdesk.ingestion.events import InboundMessage
 from frontdesk.output.blocks import blocks_adapter
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, PydanticAIClient
@@ -44,25 +46,8 @@ EVAL_SETTINGS: dict[str, Any] = {
     "sweeper_interval_s": 3600.0,
     "workers": 1,
     "public_url": "http://frontdesk.eval",
+    "mcp_servers": {},  # a pack's service is the scenario's own (evals/mcp_packs.py), never a configured one
 }
-
-
-@dataclass
-class Observation:
-    """What one turn did, read back from the store."""
-
-    replies: list[str] = field(default_factory=list)
-    images: int = 0
-    outcome: str | None = None
-    route: dict[str, Any] = field(default_factory=dict)
-    tools_offered: set[str] = field(default_factory=set)
-    tools_called: list[str] = field(default_factory=list)
-    tools_refused: list[str] = field(default_factory=list)
-    claims_accepted: list[str] = field(default_factory=list)
-    claims_rejected: list[str] = field(default_factory=list)
-    tasks_open: dict[str, int] = field(default_factory=dict)
-    notifications: dict[str, int] = field(default_factory=dict)
-    ai_enabled: bool = True
 
 
 @dataclass
@@ -101,8 +86,8 @@ Inspector = Callable[[Runtime], Awaitable[None]]
 async def run_scenario(
     scenario: Scenario, base_settings: Settings | None = None, *, inspect: Inspector | None = None
 ) -> ScenarioResult:
-    """Play ``scenario`` in a fresh database. ``inspect`` (benchmarks) reads the store before it
-    is thrown away."""
+    """Play ``scenario`` in a fresh database (and, for a pack with its own service, a fresh service
+    database). ``inspect`` (benchmarks) reads the store before it is thrown away."""
     result = ScenarioResult(scenario.name, str(scenario.path or ""))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="frontdesk-eval-") as tmp:
@@ -114,54 +99,98 @@ async def run_scenario(
                 "media_dir": Path(tmp) / "media",
             }
         )
-        runtime: Runtime | None = None
+        play = _Play(scenario, settings, Path(tmp), result)
         try:
-            client = _model(scenario, base_settings or settings)
-            runtime = Runtime.build(settings, gateway=ModelGateway.with_clients({"chat": client}))
-            await upgrade(runtime.db)
-            accounts = await seed_demo(runtime.db, runtime.clock)
-            async with runtime.db.transaction() as session:
-                tenant = await session.get(Tenant, accounts.tenant_id)
-                assert tenant is not None
-                tenant.pack, tenant.policy = scenario.pack, scenario.policy
-            account = accounts.webchat_id if scenario.channel == "webchat" else accounts.terminal_id
-            runtime.runner.start()
-            await _play(runtime, scenario, account, result)
-            if inspect is not None:
-                await inspect(runtime)
+            await play.run(_model(scenario, base_settings or settings), inspect)
         except ConfigError as exc:
             result.error = exc.message
         except Exception as exc:  # a crash is a failed scenario with its reason, not a dead run
             result.error = f"{type(exc).__name__}: {exc}"
         finally:
-            if runtime is not None:
-                await runtime.close()
+            await play.close()
     result.seconds = time.monotonic() - started
     return result
 
 
-async def _play(runtime: Runtime, scenario: Scenario, account: str, result: ScenarioResult) -> None:
-    session_id = "eval-customer"
-    last_trace = last_message = 0
+@dataclass
+class _Play:
+    """One scenario being played: the runtime (replaced on a ``restart`` turn) and where the
+    conversation's traces and replies were last read."""
+
+    scenario: Scenario
+    settings: Settings
+    folder: Path
+    result: ScenarioResult
+    runtime: Runtime | None = None
+    account: str = ""
     conversation_id: str | None = None
-    for number, turn in enumerate(scenario.turns, start=1):
+    last_trace: int = 0
+    last_message: int = 0
+
+    async def boot(self, client: ModelClient, *, fresh: bool) -> Runtime:
+        runtime = Runtime.build(self.settings, gateway=ModelGateway.with_clients({"chat": client}))
+        self.runtime = runtime
+        if fresh:
+            await upgrade(runtime.db)
+            accounts = await seed_demo(runtime.db, runtime.clock)
+            async with runtime.db.transaction() as session:
+                tenant = await session.get(Tenant, accounts.tenant_id)
+                assert tenant is not None
+                tenant.pack, tenant.policy = self.scenario.pack, self.scenario.policy
+            self.account = accounts.webchat_id if self.scenario.channel == "webchat" else accounts.terminal_id
+        await connect_service(runtime, self.scenario.pack, self.folder)
+        runtime.runner.start()
+        return runtime
+
+    async def close(self) -> None:
+        if self.runtime is not None:
+            runtime, self.runtime = self.runtime, None
+            await runtime.close()
+
+    async def run(self, client: ModelClient, inspect: Inspector | None) -> None:
+        runtime = await self.boot(client, fresh=True)
+        for number, turn in enumerate(self.scenario.turns, start=1):
+            if turn.restart:
+                await self.close()
+                runtime = await self.boot(client, fresh=False)
+            await self.turn(runtime, number, turn)
+            self.result.turns = number
+        if inspect is not None:
+            await inspect(runtime)
+
+    async def turn(self, runtime: Runtime, number: int, turn: ScenarioTurn) -> None:
+        session_id = "eval-customer"
         for index, text in enumerate(turn.say):
             ingested = await runtime.ingestor.ingest(
                 InboundMessage(
-                    channel_account_id=account,
+                    channel_account_id=self.account,
                     contact_external_id=session_id,
                     channel_message_id=f"{session_id}:{number}:{index}",
                     text=text,
                 )
             )
-            conversation_id = ingested.conversation_id
-        assert conversation_id is not None
-        await _wait_idle(runtime, conversation_id)
-        seen, last_trace, last_message = await _observe(runtime, conversation_id, last_trace, last_message)
+            self.conversation_id = ingested.conversation_id
+        assert self.conversation_id is not None
+        await _wait_idle(runtime, self.conversation_id)
+        seen, self.last_trace, self.last_message = await _observe(
+            runtime, self.conversation_id, self.last_trace, self.last_message
+        )
+        pack = self.scenario.pack
+        seen.write_tools_offered = _writes(runtime, pack, seen.tools_offered)
+        if turn.expect.needs_service():
+            seen.drafts = await open_drafts(runtime, pack, self.conversation_id)
         failures, checks = check(turn.expect, seen)
-        result.checks += checks
-        result.failures.extend(f"turn {number}: {f}" for f in failures)
-        result.turns = number
+        service_failures, service_count = await service_checks(runtime, pack, turn.expect.service)
+        self.result.checks += checks + service_count
+        self.result.failures.extend(f"turn {number}: {f}" for f in [*failures, *service_failures])
+
+
+def _writes(runtime: Runtime, pack: str, offered: set[str]) -> set[str]:
+    """The offered tools that change something, by the pack's policy catalog."""
+    agent_pack = runtime.agent_packs.get(pack)
+    if agent_pack is None:
+        return set()
+    return {name for name in offered if (policy := agent_pack.catalog.policy(name)) is not None and policy.writes}
 
 
 async def _wait_idle(runtime: Runtime, conversation_id: str) -> None:
@@ -226,6 +255,8 @@ async def _observe(
                 seen.tools_called.append(name)
             elif call.get("error") == "not offered this turn":
                 seen.tools_refused.append(name)
+            else:
+                seen.tools_failed.append(name)
     for rejection in rejections:
         seen.claims_rejected.extend(
             str(f.get("claim", {}).get("type") if f.get("claim") else f["rule"]) for f in rejection.failures
@@ -240,77 +271,3 @@ async def _observe(
     last_trace = traces[-1].id if traces else after_trace
     last_message = replies[-1].id if replies else after_message
     return seen, last_trace, last_message
-
-
-def check(expect: Expect, seen: Observation) -> tuple[list[str], int]:
-    """Every expectation the turn set, checked against what it did. Returns (failures, checks)."""
-    failures: list[str] = []
-    checks = 0
-
-    def need(ok: bool, message: str) -> None:
-        nonlocal checks
-        checks += 1
-        if not ok:
-            failures.append(message)
-
-    text = "\n".join(seen.replies)
-    if expect.no_reply:
-        need(not seen.replies, f"expected no reply, got {text[:200]!r}")
-    elif not seen.replies:
-        need(False, "expected a reply, none was sent")
-    if expect.route_intent is not None:
-        need(
-            seen.route.get("intent") == expect.route_intent,
-            f"route intent {seen.route.get('intent')!r}, expected {expect.route_intent!r}",
-        )
-    if expect.route_domains is not None:
-        got = sorted(seen.route.get("domains", []))
-        need(got == sorted(expect.route_domains), f"route domains {got}, expected {sorted(expect.route_domains)}")
-    for name in expect.tools_called:
-        need(name in seen.tools_called, f"tool {name} was not called (called: {seen.tools_called or 'none'})")
-    for name in expect.tools_not_called:
-        need(name not in seen.tools_called, f"tool {name} was called")
-    for name in expect.tools_refused:
-        need(name in seen.tools_refused, f"a call to {name} was not refused (refused: {seen.tools_refused or 'none'})")
-    for name in expect.tools_offered:
-        need(name in seen.tools_offered, f"tool {name} was not offered (offered: {sorted(seen.tools_offered)})")
-    for name in expect.tools_not_offered:
-        need(name not in seen.tools_offered, f"tool {name} was offered")
-    for fragment in expect.reply_contains:
-        need(fragment.lower() in text.lower(), f"reply does not contain {fragment!r}: {text[:300]!r}")
-    for fragment in expect.reply_not_contains:
-        need(fragment.lower() not in text.lower(), f"reply contains {fragment!r}: {text[:300]!r}")
-    for claim in expect.claims_accepted:
-        need(
-            claim in seen.claims_accepted,
-            f"claim {claim} was not accepted (accepted: {seen.claims_accepted or 'none'})",
-        )
-    for claim in expect.claims_rejected:
-        need(
-            claim in seen.claims_rejected,
-            f"claim {claim} was not rejected (rejected: {seen.claims_rejected or 'none'})",
-        )
-    if expect.outcome is not None:
-        need(seen.outcome == expect.outcome, f"outcome {seen.outcome!r}, expected {expect.outcome!r}")
-    if expect.fallback is not None:
-        need(
-            (seen.outcome == "fallback") == expect.fallback,
-            f"fallback {'not ' if expect.fallback else ''}shipped (outcome {seen.outcome!r})",
-        )
-    if expect.images is not None:
-        need(seen.images == expect.images, f"{seen.images} images sent, expected {expect.images}")
-    if expect.tasks_open is not None:
-        for kind, count in expect.tasks_open.items():
-            need(
-                seen.tasks_open.get(kind, 0) == count,
-                f"{seen.tasks_open.get(kind, 0)} open {kind} tasks, expected {count}",
-            )
-    if expect.notifications is not None:
-        for note_kind, count in expect.notifications.items():
-            need(
-                seen.notifications.get(note_kind, 0) == count,
-                f"{seen.notifications.get(note_kind, 0)} {note_kind} notifications, expected {count}",
-            )
-    if expect.ai_enabled is not None:
-        need(seen.ai_enabled == expect.ai_enabled, f"AI is {'on' if seen.ai_enabled else 'off'} for the thread")
-    return failures, checks

@@ -33,14 +33,57 @@ class ModelChoice(_Strict):
         return self
 
 
+class ServiceCheck(_Strict):
+    """A read of the pack's own service after the turn (an MCP tool call), to prove what really
+    changed there: ``path`` selects a part of the JSON result (dotted, list indexes as numbers);
+    ``where`` keeps the items of that list whose fields equal these values, and ``count`` is how
+    many there must be; ``contains`` / ``not_contains`` are fragments of the selection's JSON."""
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+    path: str = ""
+    where: dict[str, Any] = Field(default_factory=dict)
+    count: int | None = Field(default=None, ge=0)
+    contains: list[str] = Field(default_factory=list)
+    not_contains: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _checks_something(self) -> ServiceCheck:
+        if self.where and self.count is None:
+            raise ValueError("`where` selects items to count: give `count` too")
+        if self.count is None and not self.contains and not self.not_contains:
+            raise ValueError("a service check needs `count`, `contains` or `not_contains`")
+        return self
+
+
+class OfferedAmong(_Strict):
+    """Of the tools in ``tools``, exactly those in ``exactly`` were offered (e.g. of every formula
+    setter, only the chosen type's)."""
+
+    tools: list[str] = Field(min_length=1)
+    exactly: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _subset(self) -> OfferedAmong:
+        strays = sorted(set(self.exactly) - set(self.tools))
+        if strays:
+            raise ValueError(f"`exactly` names tools that are not among `tools`: {strays}")
+        return self
+
+
 class Expect(_Strict):
     route_intent: str | None = None
     route_domains: list[str] | None = None
+    route_phase: str | None = None
+    side_query: bool | None = None
     tools_called: list[str] = Field(default_factory=list)
     tools_not_called: list[str] = Field(default_factory=list)
     tools_refused: list[str] = Field(default_factory=list)
+    tools_failed: list[str] = Field(default_factory=list)
     tools_offered: list[str] = Field(default_factory=list)
     tools_not_offered: list[str] = Field(default_factory=list)
+    offered_among: OfferedAmong | None = None
+    write_tools_offered: bool | None = None
     reply_contains: list[str] = Field(default_factory=list)
     reply_not_contains: list[str] = Field(default_factory=list)
     claims_accepted: list[str] = Field(default_factory=list)
@@ -52,6 +95,9 @@ class Expect(_Strict):
     tasks_open: dict[Literal["follow_up", "handoff"], int] | None = None
     notifications: dict[str, int] | None = None
     ai_enabled: bool | None = None
+    draft_open: bool | None = None
+    draft_phase: str | None = None
+    service: list[ServiceCheck] = Field(default_factory=list)
 
     @field_validator("claims_accepted", "claims_rejected")
     @classmethod
@@ -62,16 +108,25 @@ class Expect(_Strict):
             raise ValueError(f"unknown claim types {unknown} (known: {', '.join(sorted(known))})")
         return value
 
+    def needs_service(self) -> bool:
+        """Checks that only a pack with its own service (and staged flows) can answer."""
+        return bool(self.service) or self.draft_open is not None or self.draft_phase is not None
+
 
 class ScenarioTurn(_Strict):
-    """One agent turn: ``say`` is a message or a burst of messages sent together."""
+    """One agent turn: ``say`` is a message or a burst of messages sent together. ``restart``: the
+    process is replaced before this turn (a new runtime on the same databases), as after a deploy."""
 
     say: list[str] = Field(min_length=1)
+    restart: bool = False
     expect: Expect = Field(default_factory=Expect)
 
     @field_validator("say", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
+        if isinstance(value, bool | int | float):
+            # YAML reads a bare yes / no / on / off / 1 as a boolean or a number, not as text.
+            raise ValueError(f'a message is text, got {value!r}: quote it in YAML (say: "yes")')
         return [value] if isinstance(value, str) else value
 
 
@@ -89,10 +144,10 @@ class Scenario(_Strict):
     @field_validator("pack")
     @classmethod
     def _known_pack(cls, value: str) -> str:
-        from frontdesk.packs import PACKS
+        from frontdesk.packs import MCP_PACKS, PACKS
 
-        if value not in PACKS:
-            raise ValueError(f"unknown pack {value!r} (known: {', '.join(PACKS)})")
+        if value not in PACKS and value not in MCP_PACKS:
+            raise ValueError(f"unknown pack {value!r} (known: {', '.join([*PACKS, *MCP_PACKS])})")
         return value
 
     @field_validator("policy")
@@ -100,6 +155,19 @@ class Scenario(_Strict):
     def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
         IdentityPolicy.model_validate(value)  # the operator's fields: a typo is an error, not ignored
         return value
+
+    @model_validator(mode="after")
+    def _service_checks_need_a_service(self) -> Scenario:
+        from frontdesk.packs import MCP_PACKS
+
+        if self.pack not in MCP_PACKS:
+            turns = [n for n, t in enumerate(self.turns, start=1) if t.expect.needs_service()]
+            if turns:
+                raise ValueError(
+                    f"turns {turns}: `service`, `draft_open` and `draft_phase` need a pack with its own "
+                    f"service ({', '.join(MCP_PACKS)}), not {self.pack!r}"
+                )
+        return self
 
 
 def load_scenario(path: Path) -> Scenario:
