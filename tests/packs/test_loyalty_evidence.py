@@ -53,3 +53,32 @@ def test_saying_a_campaign_was_paused_needs_the_pause_to_have_happened():
 
     assert failures("I've updated cmp_0003: it is paused now.", campaign_read()) != []
     assert failures("I've updated cmp_0003: it is paused now.", campaign_read(), ("campaign_pause", paused)) == []
+
+
+def test_an_amount_written_in_returned_text_may_be_quoted_too():
+    rule = {"id": "rul_0001", "name": "Base: 1 điểm / 10.000đ"}
+    read = ("rule_get", ToolResult(rule, loyalty_evidence("rule_get", {}, rule)))
+
+    quoted = failures("rul_0001 gives 1 điểm / 10.000đ.", read)
+
+    assert quoted == []
+
+
+def test_a_reply_that_declares_a_rule_may_quote_only_that_rules_amounts():
+    from frontdesk.verification.claims import ServicePresented
+
+    rules = {
+        "rules": [
+            {"id": "rul_0001", "criteria": {"min_spend_vnd": 100000}},
+            {"id": "rul_0002", "criteria": {"min_spend_vnd": 500000}},
+        ]
+    }
+    state = WorkingState(now=NOW)
+    state.record("campaign_list_rules", ToolResult(rules, loyalty_evidence("", {}, rules)))
+    declared = [ServicePresented(service_id="rul_0001")]
+
+    own = verify(ReplyContent("rul_0001 needs 100.000đ."), declared, state)
+    other = verify(ReplyContent("rul_0001 needs 500.000đ."), declared, state)
+
+    assert own.accepted
+    assert [f.rule for f in other.failures] == ["price"]

@@ -386,3 +386,14 @@ def test_a_vague_command_stays_unknown_and_unsure(router, text):
 
     assert (decision.intent, decision.domains) == ("unknown", frozenset())
     assert decision.confidence < MIN_WRITE_CONFIDENCE
+
+
+def test_an_answer_to_the_flow_that_mentions_another_domain_continues_the_flow(router):
+    state = RouterState(workflow_phase="formula:fixed_points", workflow_domains=frozenset({"rule"}))
+
+    answer = router.route("50 points per purchase", state)
+    question = router.route("which vouchers does mem_0011 hold?", state)
+
+    assert (answer.intent, answer.side_query, answer.domains) == ("continue", False, frozenset({"rule"}))
+    assert question.side_query
+    assert "voucher" in question.domains

@@ -199,7 +199,7 @@ class ToolPolicyCatalog:
         a confirmation signal (before it, a single-call tool is offered as a proposal); on a side
         query, a write tool must name the flow's phase."""
         chosen = [self._offer(tool, policy, decision) for tool, policy in self._candidates(decision)]
-        kept, trimmed = self._trim(chosen)
+        kept, trimmed = self._trim(chosen, decision.domains)
         names: dict[str, Tool] = {}
         for tool in kept:
             names[tool.name] = tool
@@ -252,9 +252,11 @@ class ToolPolicyCatalog:
             self._proposed[tool.name] = self._proposals(tool, policy)
         return self._proposed[tool.name]
 
-    def _trim(self, chosen: list[Tool]) -> tuple[list[Tool], tuple[str, ...]]:
+    def _trim(self, chosen: list[Tool], domains: frozenset[str]) -> tuple[list[Tool], tuple[str, ...]]:
         """Within the schema budget: writes and flow steps stay (they are what the turn asked
-        for); plain reads go first, then list/search reads, the largest schema first each time."""
+        for). Reads go from the least to the most specific to the turn: those that cover fewer of
+        its domains first ("a member's vouchers" outlives "list members" on a member + voucher
+        question), plain reads before list/search ones, then the largest schema first."""
         if self._fit is None:
             return chosen, ()
         fit = self._fit
@@ -263,15 +265,15 @@ class ToolPolicyCatalog:
         if total <= fit.budget:
             return chosen, ()
 
-        def rank(tool: Tool) -> tuple[int, int]:
+        def rank(tool: Tool) -> tuple[int, int, int, int]:
             policy = self._policies[tool.name]
             if policy.writes or policy.phases:
-                return (2, 0)
-            return (1 if policy.discovery else 0, -costs[tool.name])
+                return (1, 0, 0, 0)
+            return (0, len(policy.domains & domains), int(policy.discovery), -costs[tool.name])
 
         dropped: list[str] = []
         for tool in sorted(chosen, key=rank):
-            if total <= fit.budget or rank(tool)[0] == 2:
+            if total <= fit.budget or rank(tool)[0] == 1:
                 break
             dropped.append(tool.name)
             total -= costs[tool.name]

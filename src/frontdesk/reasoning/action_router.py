@@ -214,8 +214,9 @@ def _in_flow(reading: _Reading, flow: str, own: frozenset[str], at_flow: tuple[s
     if awaits_answer and "confirm" in reading.cues and reading.asks_nothing_else(own, CONFIRMABLE_WRITES):
         return reading.decide("submit", own, 0.9, flow, extra=(*at_flow, CONFIRMED_SIGNAL))
     other = reading.domains - own
-    if reading.reads or (other and not reading.writes):
-        # A question in the middle of the flow: answer it, keep the flow.
+    if reading.reads or (other and not reading.writes and "question" in reading.cues):
+        # A question in the middle of the flow: answer it, keep the flow. Another domain's word in
+        # an answer to the flow ("50 points per purchase") is the flow's content, not a question.
         intent = reading.primary(reading.reads) or "detail"
         return reading.decide(intent, own | reading.domains, 0.8, flow, side=True, extra=at_flow)
     return reading.decide("continue", own | (reading.domains if reading.writes else set()), 0.8, flow, extra=at_flow)

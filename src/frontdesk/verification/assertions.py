@@ -24,7 +24,8 @@ _PATTERNS: dict[str, list[str]] = {
         r"\b(?:he|hemos)\s+(?:guardado|registrado|anotado|actualizado|cambiado|cancelado|reservado|enviado)\b",
         r"\b(?:ha|han)\s+(?:sido|quedado)\s+(?:guardad|registrad|actualizad|cancelad|reservad)[oa]s?\b",
         r"\bqued[óo]\s+(?:guardad|registrad|actualizad)[oa]s?\b",
-        r"đã\s+(?:lưu|ghi nhận|ghi lại|cập nhật|đặt|hủy|huỷ|gửi yêu cầu)",
+        # Not when the customer did it ("như bạn đã đặt": "as you set").
+        r"(?<!bạn )(?<!anh )(?<!chị )(?<!khách )đã\s+(?:lưu|ghi nhận|ghi lại|cập nhật|đặt|hủy|huỷ|gửi yêu cầu)",
     ],
     HANDED_OVER: [
         r"\b(?:i|we)(?:'ve| have)\s+(?:now\s+|just\s+)?(?:asked|notified|alerted|told|contacted|passed (?:this|it|you) "

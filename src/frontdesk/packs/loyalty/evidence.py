@@ -1,8 +1,9 @@
 """What a loyalty tool result proves, for the verification gate.
 
 The server names every money field with a ``_vnd`` suffix (``min_spend_vnd``, ``value_vnd``...),
-so those values are the amounts a reply may quote ("spend 200.000đ") — any other amount in a reply
-is refused by the price rule, as in every pack. Ids (``id``/``*_id``) are citable references, as
+so those values are the amounts a reply may quote ("spend 200.000đ"), as are amounts written in
+returned text (a rule named "1 điểm / 10.000đ"); any other amount in a reply is refused by the
+price rule, as in every pack. Ids (``id``/``*_id``) are citable references, as
 for any MCP tool.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from frontdesk.capabilities.mcp import default_evidence
 from frontdesk.capabilities.tools import ToolEvidence
+from frontdesk.verification.money import money_values
 
 MONEY_SUFFIX = "_vnd"
 MAX_AMOUNTS = 500  # a long report lists many; beyond that the model saw a truncated result anyway
@@ -21,23 +23,37 @@ _MAX_DEPTH = 8
 
 def loyalty_evidence(tool: str, arguments: Mapping[str, Any], output: Any) -> ToolEvidence:
     base = default_evidence(tool, arguments, output)
-    amounts: list[str] = []
-    _collect_amounts(output, amounts, 0)
-    return ToolEvidence(references=base.references, prices=tuple(dict.fromkeys(amounts)))
+    by_reference: dict[str, list[str]] = {}
+    amounts = _amounts(output, by_reference, 0)[:MAX_AMOUNTS]
+    return ToolEvidence(
+        references=base.references,
+        prices=tuple(dict.fromkeys(amounts)),
+        prices_by_reference={ref: tuple(dict.fromkeys(found)) for ref, found in by_reference.items() if found},
+    )
 
 
-def _collect_amounts(value: Any, found: list[str], depth: int) -> None:
-    if depth > _MAX_DEPTH or len(found) >= MAX_AMOUNTS:
-        return
+def _amounts(value: Any, by_reference: dict[str, list[str]], depth: int) -> list[str]:
+    """The amounts under ``value``; each object with an ``id`` also owns the amounts under it (a
+    reply that declares it presents rule X may quote X's amounts, and its campaign's)."""
+    if depth > _MAX_DEPTH:
+        return []
+    if isinstance(value, str):
+        # An amount written in returned text ("Base: 1 điểm / 10.000đ").
+        return [value] if money_values(value) else []
+    found: list[str] = []
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str) and key.endswith(MONEY_SUFFIX) and _is_number(item):
                 found.append(f"{item} VND")
             else:
-                _collect_amounts(item, found, depth + 1)
+                found.extend(_amounts(item, by_reference, depth + 1))
+        entity = value.get("id")
+        if isinstance(entity, str):
+            by_reference.setdefault(entity, []).extend(found)
     elif isinstance(value, list):
-        for item in value:
-            _collect_amounts(item, found, depth + 1)
+        for item in value[:MAX_AMOUNTS]:
+            found.extend(_amounts(item, by_reference, depth + 1))
+    return found
 
 
 def _is_number(value: Any) -> bool:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from frontdesk.capabilities.policy import ToolPolicy
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
+from frontdesk.packs.loyalty.evidence import loyalty_evidence
 from frontdesk.packs.loyalty.server.models import FORMULA_MODELS, FormulaType, RuleCriteria
 from frontdesk.platform.ids import ConversationId
 from frontdesk.workflows import Draft, SubmitPending, WorkflowStore
@@ -231,9 +232,13 @@ class RuleFlow:
         saved_rule = outcome.result.get("rule")
         rule_id = str(editing or (saved_rule.get("id") if isinstance(saved_rule, dict) else "") or "")
         event = "rule_updated" if editing else "rule_created"
-        evidence = ToolEvidence(references=frozenset({rule_id} - {""}), events=((event, rule_id or None),))
         status = "updated" if editing else "created"
-        return ToolResult({"status": status, "rule": outcome.result}, evidence, state_key=WORKFLOW)
+        output = {"status": status, "rule": outcome.result}
+        shown = loyalty_evidence("rule_draft_submit", {}, output)
+        evidence = ToolEvidence(
+            references=shown.references | ({rule_id} - {""}), prices=shown.prices, events=((event, rule_id or None),)
+        )
+        return ToolResult(output, evidence, state_key=WORKFLOW)
 
     async def cancel(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
         draft = await self._draft(context)
@@ -246,7 +251,9 @@ def _definition(draft: Draft) -> dict[str, Any]:
 
 
 def _result(draft: Draft, extra: Mapping[str, Any]) -> ToolResult:
-    return ToolResult({"draft_id": draft.id, "phase": draft.phase, **extra}, state_key=WORKFLOW)
+    """A step's answer; the draft's amounts and ids are evidence (a review may quote them)."""
+    output = {"draft_id": draft.id, "phase": draft.phase, **extra}
+    return ToolResult(output, loyalty_evidence("rule_draft", {}, output), state_key=WORKFLOW)
 
 
 def flow_policies() -> dict[str, ToolPolicy]:
