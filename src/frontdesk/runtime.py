@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -20,6 +21,7 @@ from frontdesk.context.budget import BudgetConfig, ContextBudget
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
+from frontdesk.context.knowledge import load_pack_knowledge
 from frontdesk.context.summarizer import EpisodicSummarizer
 from frontdesk.ingestion.accounts import AccountDirectory
 from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler, message_text
@@ -50,6 +52,8 @@ from frontdesk.settings import Settings
 from frontdesk.workflows import WorkflowStore
 
 log = logging.getLogger(__name__)
+
+PACKS_DIR = Path(__file__).resolve().parent / "packs"  # each pack's data/knowledge.json
 
 DEMO_MODEL = "script:demo"
 
@@ -244,6 +248,7 @@ def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, Age
             playbook=pack.playbook,
             fallback_texts=pack.fallback_texts,
             voice_failed_texts=pack.voice_failed_texts,
+            knowledge=load_pack_knowledge(PACKS_DIR / name),
         )
     return built
 
@@ -287,6 +292,7 @@ def mcp_agent_pack(
         playbook=pack.playbook,
         fallback_texts=pack.fallback_texts,
         flow_state=flow_state,
+        knowledge=load_pack_knowledge(PACKS_DIR / pack.name),
     )
 
 

@@ -1,10 +1,11 @@
 """The reasoning entry point: a ``Turn`` in, an ``AgentRun`` out.
 
 Per turn: load the conversation's context from the store, route the batch, derive the tool
-bundle from the pack's policy catalog, assemble the prompt (static prefix, history within the chat
-slot's memory budget, dynamic tail), run the bounded loop with the verification gate, tool results
-shrunk to the budget's tool-result reserve. ``persist`` writes what the run learned (ledgers, claim
-rejections, a due memory refresh) inside the caller's fenced transaction.
+bundle from the pack's policy catalog, select the pack's reference notes for the route, assemble
+the prompt (static prefix, history within the chat slot's memory budget, dynamic tail), run the
+bounded loop with the verification gate, tool results shrunk to the budget's tool-result reserve.
+``persist`` writes what the run learned (ledgers, claim rejections, a due memory refresh) inside
+the caller's fenced transaction.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
+from frontdesk.context.knowledge import KnowledgeRegistry
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance
 from frontdesk.errors import ConfigError, NotFoundError
@@ -45,6 +47,8 @@ SUMMARIZE_CONVERSATION = "summarize_conversation"
 MAX_IMAGES_PER_TURN = 4
 UNCONFIRMED_VOICE_CONFIDENCE = 0.5  # below the catalog's write threshold
 VOICE_FAILED_TEXT = "Sorry, I couldn't make out your voice message. Could you type it for me?"
+# Reference notes per turn: a fixed ceiling, so a pack's growing knowledge never eats the history.
+KNOWLEDGE_TOKEN_CAP = 400
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class AgentPack:
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
     # The conversation's open multi-step flow, if the pack has flows: (phase, domains).
     flow_state: FlowState | None = None
+    # Reviewed snippets offered by route (advisory text for the model, never evidence for the gate).
+    knowledge: KnowledgeRegistry | None = None
 
 
 class TurnRouter(Protocol):
@@ -146,7 +152,8 @@ class Agent:
             )
         bundle = pack.catalog.bundle(decision)
         prefix = static_prefix(turn.business_name, policy, pack.playbook)
-        tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names)
+        notes = pack.knowledge.select(decision, KNOWLEDGE_TOKEN_CAP) if pack.knowledge is not None else []
+        tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names, notes)
         definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
         budget = self._budget.for_model(self.model_name)
         images = await self._images(turn)
@@ -179,9 +186,12 @@ class Agent:
         memory_due = self._gateway.configured("utility") and self._cadence.due(
             context.assistant_replies + 1, context.snapshot_replies_covered, context.snapshot_updated_at, now
         )
-        return AgentRun(
-            result, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due
-        )
+        route = decision.as_json()
+        if pack.knowledge is not None:
+            route["knowledge"] = [note.ref for note in notes]  # the exact wording the model saw
+        if bundle.trimmed:
+            route["tools_trimmed"] = list(bundle.trimmed)  # qualified, but over the schema budget
+        return AgentRun(result, route, bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due)
 
     async def _images(self, turn: Turn) -> list[BinaryContent]:
         """The batch's customer images, inline, for a vision model (a few, newest last)."""

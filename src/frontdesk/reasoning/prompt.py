@@ -4,8 +4,9 @@ dynamic tail with the new customer messages.
 The prefix is identity & policy plus the playbooks (``context.identity.static_prefix``); it holds
 nothing that changes per turn, so its hash stays the same until an operator edits policy. The
 tail carries the clock in the business's time zone, the contact profile, open tasks, the
-episodic snapshot, the tool ledger and the route hint. Dynamic content never goes above static
-content: that would invalidate the provider's prompt cache every turn.
+episodic snapshot, the tool ledger, the reference notes the knowledge registry selected for this
+route, and the route hint. Dynamic content never goes above static content: that would
+invalidate the provider's prompt cache every turn.
 
 Sizes are real token counts. The history gets what the slot's budget leaves once the prefix, the
 routed tool schemas, the tail, the new messages and both reserves are taken
@@ -33,9 +34,14 @@ from frontdesk.capabilities.policy import RoutingDecision
 from frontdesk.context.budget import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, BudgetConfig, ContextBudget, fit_history
 from frontdesk.context.conversation import ConversationContext
 from frontdesk.context.identity import LANGUAGE_NAMES
+from frontdesk.context.knowledge import Snippet
 from frontdesk.reasoning.turn import Turn, TurnMessage
 
 DEFAULT_BUDGET = BudgetConfig().for_model("")
+NOTES_TITLE = "Reference notes (reviewed; use only when relevant)"
+# The gate checks a reply's ids, prices and dates against tool results only: a number quoted from a
+# note would be rejected, so the model is told to fetch it.
+NOTES_CAVEAT = "They explain how things work here; ids, numbers and dates you state still come from tools."
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,14 @@ class Prompt:
 
 
 def dynamic_tail(
-    now_local: datetime, context: ConversationContext, decision: RoutingDecision, tool_names: Sequence[str]
+    now_local: datetime,
+    context: ConversationContext,
+    decision: RoutingDecision,
+    tool_names: Sequence[str],
+    notes: Sequence[Snippet] = (),
 ) -> str:
+    """The per-turn part of the prompt. ``notes`` (the knowledge registry's pick for this route)
+    live here, not in the prefix: they change with the route, and the prefix must not."""
     sections: list[tuple[str, list[str]]] = [
         ("Now", [f"Local time at the business: {now_local:%A %Y-%m-%d %H:%M} ({now_local.tzinfo})"]),
         ("The customer (saved details)", context.contact.lines() or ["Nothing saved yet."]),
@@ -61,6 +73,8 @@ def dynamic_tail(
             context.ledgers.lines() or ["Empty."],
         )
     )
+    if notes:
+        sections.append((NOTES_TITLE, [NOTES_CAVEAT, *(note.line() for note in notes)]))
     language = LANGUAGE_NAMES.get(decision.language, decision.language)
     domains = ", ".join(sorted(decision.domains)) or "none"
     route = [
