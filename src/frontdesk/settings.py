@@ -80,6 +80,26 @@ class Settings(BaseSettings):
     # -- web chat
     webchat_max_text_chars: int = Field(default=4000, ge=1)
 
+    # -- credential vault (platform/vault.py; docs/operations.md "Key management")
+    # The master key: 32 bytes, base64. Or a file holding it. Neither: secrets come from the
+    # environment only (local development).
+    vault_key: str | None = Field(default=None, repr=False)
+    vault_key_file: Path | None = None
+    vault_cache_ttl_s: float = Field(default=30.0, ge=0)
+
+    # -- operator console (humans/console/)
+    # Secure cookies; unset: secure unless the public URL is plain http (local development).
+    console_secure_cookies: bool | None = None
+    console_session_ttl_s: float = Field(default=12 * 3600.0, gt=0)
+    console_login_max_attempts: int = Field(default=5, ge=1)
+    console_login_window_s: float = Field(default=300.0, gt=0)
+
+    # -- operator notifications (humans/notifications/)
+    # smtp://user:password@host:587 (STARTTLS) or smtps://...:465; unset: no e-mail route.
+    smtp_url: str | None = Field(default=None, repr=False)
+    notify_from: str | None = None
+    notify_timeout_s: float = Field(default=10.0, gt=0)
+
     @classmethod
     def settings_customise_sources(
         cls,

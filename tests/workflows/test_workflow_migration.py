@@ -80,7 +80,7 @@ async def test_a_database_with_conversations_gains_drafts_and_can_go_back(blank_
         ):
             await conn.execute(text(sql), {"now": T0})
 
-    await upgrade(db)
+    await upgrade(db, "0004")
 
     assert await current_revision(db) == "0004"
     store = WorkflowStore(db, SystemClock())

@@ -344,3 +344,8 @@ class WorkflowDraft(Base):
     submitted_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+# Feature tables live in their own modules; importing them here registers them on ``Base`` for
+# every reader of the metadata (migrations, tests).
+from frontdesk.platform.store import schema_console, schema_notifications, schema_vault  # noqa: E402, F401
