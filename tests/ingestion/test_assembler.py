@@ -250,3 +250,32 @@ async def test_conversation_taken_by_a_human_gets_no_agent_reply(db):
 
     assert await replies(db) == []
     assert await count(db, Message, Message.processed_at.is_(None)) == 0
+
+
+async def test_a_reply_written_while_an_operator_takes_over_is_not_sent_over_them(db):
+    taken_over = asyncio.Event()
+
+    class SlowModel:
+        name = "slow"
+
+        async def request(self, messages, params):
+            from pydantic_ai import ModelResponse, ToolCallPart
+
+            await taken_over.wait()  # the operator switches the AI off while the model writes
+            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": "late AI"}]})])
+
+    runtime, accounts = await make_runtime(db, SlowModel(), quiet_window_s=0)
+    ingested = await runtime.ingestor.ingest(message(accounts.terminal_id, "is anyone there?"))
+    turn = asyncio.create_task(runtime.assembler.process(ingested.conversation_id, "worker-a"))
+    await asyncio.sleep(0.2)
+    async with db.transaction() as session:
+        await session.execute(
+            update(Conversation).where(Conversation.id == ingested.conversation_id).values(ai_enabled=False)
+        )
+    taken_over.set()
+    await turn
+
+    (trace,) = await traces(db)
+    assert trace.outcome == "suppressed"
+    assert await reply_texts(db) == []  # nothing reached the customer
+    assert await count(db, Message, Message.processed_at.is_(None)) == 0  # and it is not answered later

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, exists, func, literal, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
 from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
@@ -273,6 +274,11 @@ class TurnAssembler:
             )
             if not rows_affected(fenced):
                 raise LeaseLost(conversation.id)
+            if await self._taken_over(session, conversation.id, run, waits):
+                # An operator turned the AI off while the model was writing: their thread now, so
+                # the reply is kept in the trace and not sent over them.
+                result.outcome, result.blocks = Outcome.SUPPRESSED, []
+                result.detail = "not sent: an operator took the thread over while the reply was being written"
             trace = TurnTrace(
                 conversation_id=conversation.id,
                 worker=owner,
@@ -302,13 +308,15 @@ class TurnAssembler:
             )
             if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
                 raise LeaseLost(conversation.id)
-            staged = await self._deliverer.stage(
-                session, _answering(thread.target, batch), result.blocks, turn_id=trace.id, origin="agent"
-            )
+            staged = None
+            if result.blocks:
+                staged = await self._deliverer.stage(
+                    session, _answering(thread.target, batch), result.blocks, turn_id=trace.id, origin="agent"
+                )
         commit_ms = (time.monotonic() - t1) * 1000
 
         t2 = time.monotonic()
-        status = await self._deliverer.deliver(staged)
+        status = await self._deliverer.deliver(staged) if staged is not None else "not_sent"
         delivery_ms = (time.monotonic() - t2) * 1000
         async with self._db.transaction() as session:
             stored = await session.get(TurnTrace, trace.id)
@@ -322,6 +330,18 @@ class TurnAssembler:
                     "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
                     "delivery_status": status,
                 }
+
+    async def _taken_over(
+        self, session: AsyncSession, conversation_id: str, run: AgentRun, waits: dict[str, Any]
+    ) -> bool:
+        """The AI was switched off during this turn by someone else than the turn itself (its own
+        hand-off still owes the customer the courtesy reply)."""
+        if waits.get("courtesy_after_handoff"):
+            return False
+        if run.state is not None and any(event == "handoff_triggered" for event, _ in run.state.turn_events()):
+            return False
+        enabled = await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == conversation_id))
+        return enabled is False
 
     # -- crash recovery
 

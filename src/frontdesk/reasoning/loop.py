@@ -53,6 +53,8 @@ class Outcome(StrEnum):
     REPLIED = "replied"
     SALVAGED = "salvaged"
     FALLBACK = "fallback"
+    # Written, but not sent: a person took the thread over while the model was working.
+    SUPPRESSED = "suppressed"
 
 
 @dataclass(frozen=True)
