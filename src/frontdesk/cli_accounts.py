@@ -1,14 +1,24 @@
-"""``frontdesk accounts``: connect a channel account (config plus write-only credentials)."""
+"""``frontdesk accounts``: connect a channel account (config plus write-only credentials).
+
+Credentials go into the vault (``channel/<account id>/<secret>``) when it has a master key;
+without one (local development) they stay in the plaintext ``channel_accounts.secrets`` column,
+with a warning, and are sealed at the next start once a key is configured."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from frontdesk.errors import ConfigError
+from frontdesk.ingestion.accounts import credential_name, credential_prefix
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
+from frontdesk.platform.vault import Vault, build_vault
+from frontdesk.settings import Settings
+
+log = logging.getLogger(__name__)
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,40}$"
 
@@ -45,8 +55,16 @@ async def upsert_account(
     config: Mapping[str, str],
     secrets: Mapping[str, str],
     now: datetime,
+    vault: Vault | None = None,
 ) -> AccountSummary:
-    """Create the account, or merge new config and secrets into it (an empty value removes a key)."""
+    """Create the account, or merge new config and secrets into it (an empty value removes a key).
+
+    ``vault``: None means the vault the settings (environment) describe, so no caller can store
+    plaintext by forgetting to pass one while a key is configured. With a vault that can seal,
+    every secret of the account (new ones and any plaintext left in the legacy column) is sealed
+    in the same transaction as the account row."""
+    if vault is None:
+        vault = build_vault(db, Settings())
     async with db.transaction() as session:
         if await session.get(Tenant, tenant_id) is None:
             raise ConfigError(f"no tenant {tenant_id!r}")
@@ -65,19 +83,39 @@ async def upsert_account(
         elif account.channel != channel or account.tenant_id != tenant_id:
             raise ConfigError(f"account {account_id!r} is a {account.channel} account of tenant {account.tenant_id}")
         account.config = {k: v for k, v in {**account.config, **config}.items() if v != ""}
-        account.secrets = {k: v for k, v in {**(account.secrets or {}), **secrets}.items() if v != ""}
+        merged = {k: str(v) for k, v in {**(account.secrets or {}), **secrets}.items() if v is not None}
+        if vault.can_seal:
+            for secret, value in merged.items():
+                if value == "":
+                    await vault.unstage(session, tenant_id, credential_name(account_id, secret))
+                else:
+                    await vault.stage(session, tenant_id, credential_name(account_id, secret), value)
+            account.secrets = {}
+        else:
+            account.secrets = {k: v for k, v in merged.items() if v != ""}
+            for secret in [k for k, v in secrets.items() if v == ""]:  # removing needs no key
+                await vault.unstage(session, tenant_id, credential_name(account_id, secret))
+            if account.secrets:
+                log.warning(
+                    "no vault master key: the secrets of channel account %s are stored unencrypted"
+                    " (fine for local development; set FRONTDESK_VAULT_KEY in production)",
+                    account_id,
+                )
         if name:
             account.name = name
         await session.flush()
-        return summary(account)
+    prefix = credential_prefix(account_id)
+    vaulted = [n[len(prefix) :] for n in await vault.names(tenant_id, prefix)]
+    return summary(account, vaulted)
 
 
-def summary(account: ChannelAccount) -> AccountSummary:
+def summary(account: ChannelAccount, vaulted: Sequence[str] = ()) -> AccountSummary:
+    """What may be shown: names, never values (``vaulted``: the names the vault holds for it)."""
     return AccountSummary(
         account.id,
         account.tenant_id,
         account.channel,
         account.name,
         dict(account.config),
-        tuple(sorted(account.secrets or {})),
+        tuple(sorted({*(account.secrets or {}), *vaulted})),
     )

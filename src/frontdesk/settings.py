@@ -81,8 +81,9 @@ class Settings(BaseSettings):
     webchat_max_text_chars: int = Field(default=4000, ge=1)
 
     # -- credential vault (platform/vault.py; docs/operations.md "Key management")
-    # The master key: 32 bytes, base64. Or a file holding it. Neither: secrets come from the
-    # environment only (local development).
+    # The master key: 32 bytes, base64 (several, comma-separated, newest first, while rotating).
+    # Or a file holding it. Neither: development mode, the vault is read-only and channel secrets
+    # stay in the plaintext column until a key is set (docs/configuration.md#credential-vault).
     vault_key: str | None = Field(default=None, repr=False)
     vault_key_file: Path | None = None
     vault_cache_ttl_s: float = Field(default=30.0, ge=0)

@@ -88,6 +88,7 @@ async def live_channel(
             config={**config, "api_base_url": platform.base_url},
             secrets=secrets,
             now=runtime.clock.now(),
+            vault=runtime.channel_deps.accounts.vault,  # sealed when the settings carry a vault key
         )
         try:
             async with serve(create_app(runtime)) as base_url, client(base_url) as http:

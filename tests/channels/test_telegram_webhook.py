@@ -364,6 +364,7 @@ async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_bu
             config={"api_base_url": live.platform.base_url},
             secrets={"bot_token": TOKEN, "webhook_secret": "rival-secret"},
             now=live.runtime.clock.now(),
+            vault=live.runtime.channel_deps.accounts.vault,
         )
         ours = await post(live, "message__text.json")
         # This business's secret on the rival's URL, and the rival's secret on ours: both refused.

@@ -82,8 +82,9 @@ class ChannelAccount(Base):
     channel: Mapped[str] = mapped_column(String(32))
     name: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # Credentials (bot tokens, app secrets...): write-only, never serialised into a response,
-    # page, log or trace. Read through ``ingestion.channels._accounts``; the vault encrypts them later.
+    # Credentials (bot tokens, app secrets...) of an instance without a vault key: write-only, never
+    # serialised into a response, page, log or trace, read through ``ingestion.accounts``. With a
+    # key they live sealed in the vault (``credentials``) and this column is emptied at start.
     secrets: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime]
 
