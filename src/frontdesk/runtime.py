@@ -23,7 +23,8 @@ from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
 from frontdesk.context.knowledge import load_pack_knowledge
 from frontdesk.context.summarizer import EpisodicSummarizer
-from frontdesk.ingestion.accounts import AccountDirectory
+from frontdesk.humans.notifications import DISPATCH_NOTIFICATION, Dispatcher, build_routes
+from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
 from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
@@ -42,6 +43,7 @@ from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
+from frontdesk.platform.vault import build_vault
 from frontdesk.platform.workers import JobRunner
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
 from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
@@ -99,7 +101,8 @@ class Runtime:
         )
         ingestor = Ingestor(db, queue, clock, turn_delay_s=settings.quiet_window_s)
         signals = ConversationSignals()
-        accounts = AccountDirectory(db)
+        vault = build_vault(db, settings, clock)
+        accounts = AccountDirectory(db, vault)
         media = LocalMediaStore(
             settings.media_dir,
             settings.media_signing_key.encode() if settings.media_signing_key else None,
@@ -107,6 +110,20 @@ class Runtime:
         )
         http = httpx2.AsyncClient(
             timeout=settings.channel_timeout_s, headers={"User-Agent": f"frontdesk/{__version__}"}
+        )
+        notifier = Dispatcher(
+            db,
+            clock,
+            build_routes(
+                http=http,
+                secrets=vault,
+                clock=clock,
+                smtp_url=settings.smtp_url,
+                sender=settings.notify_from,
+                timeout_s=settings.notify_timeout_s,
+            ),
+            timeout_s=settings.notify_timeout_s,
+            conversation_url=public_base_url(settings) + "/console/conversations/{conversation_id}",
         )
         deps = ChannelDeps(
             db,
@@ -180,6 +197,7 @@ class Runtime:
                 PROCESS_CONVERSATION: process_conversation,
                 SUMMARIZE_CONVERSATION: summarize_conversation,
                 PREPARE_MEDIA: preparer.run,
+                DISPATCH_NOTIFICATION: notifier.run,
             },
             concurrency=settings.workers,
             poll_interval_s=settings.poll_interval_s,
@@ -207,7 +225,9 @@ class Runtime:
     async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
         """Connect the MCP servers of the packs that use one (``mcp_servers``, or ``mcp_targets``:
         server objects in tests) and make those packs available. A pack whose server is not
-        configured stays unavailable; its tenants' turns fail with a clear error."""
+        configured stays unavailable; its tenants' turns fail with a clear error. First, with a
+        vault key configured, any channel secret still in plaintext moves into the vault."""
+        await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})
         for pack in MCP_PACKS.values():

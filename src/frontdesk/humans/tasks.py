@@ -1,8 +1,8 @@
-"""Tasks, the per-thread AI switch, and operator notifications (recorded as rows).
+"""Tasks, the per-thread AI switch, and operator notifications.
 
 Everything here runs inside the caller's transaction, so a compound action (save the contact,
-open the task, notify) commits or fails as one. Delivery routes for notifications (e-mail, chat)
-arrive with the operator console; until then a notification is a queryable row.
+open the task, notify) commits or fails as one. A notification is recorded together with its one
+dispatch job (``humans.notifications``), so it is delivered exactly when the change commits.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.humans.notifications import Event, Handoff, NewLead
+from frontdesk.humans.notifications import notify as record_event
 from frontdesk.platform.ids import new_id
-from frontdesk.platform.store.engine import rows_affected
-from frontdesk.platform.store.schema import Conversation, Notification, Task
+from frontdesk.platform.store.schema import Conversation, Task
 
 TaskKind = Literal["follow_up", "handoff"]
 Priority = Literal["normal", "high"]
@@ -70,20 +69,22 @@ async def notify(
     task_id: str | None = None,
     dedupe_key: str | None = None,
 ) -> bool:
-    """Record an operator notification. With a ``dedupe_key`` already used, nothing is written
-    and False is returned (nobody is paged twice for the same run)."""
-    values = {
-        "tenant_id": tenant_id,
-        "kind": kind,
-        "text": text,
-        "conversation_id": conversation_id,
-        "task_id": task_id,
-        "dedupe_key": dedupe_key,
-        "created_at": now,
-    }
-    insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
-    result = await session.execute(insert(Notification).values(**values).on_conflict_do_nothing())
-    return rows_affected(result) > 0
+    """Record an operator notification of ``kind`` ``handoff`` or ``lead`` (the typed API is
+    ``humans.notifications.notify``). With a ``dedupe_key`` already used, nothing is written and
+    False is returned (nobody is paged twice for the same run)."""
+    if conversation_id is None:
+        raise ValueError("a hand-off or lead notification belongs to a conversation")
+    payload: Handoff | NewLead
+    if kind == "handoff":
+        if task_id is None:
+            raise ValueError("a hand-off notification names its task")
+        payload = Handoff(conversation_id=conversation_id, task_id=task_id, reason=text[:2000])
+    elif kind == "lead":
+        payload = NewLead(conversation_id=conversation_id, task_id=task_id, summary=text[:2000])
+    else:
+        raise ValueError(f"no typed event for notification kind {kind!r}: use humans.notifications.notify")
+    event = Event(tenant_id=tenant_id, payload=payload, dedupe_key=dedupe_key)
+    return await record_event(session, event, now=now) is not None
 
 
 async def set_ai_enabled(session: AsyncSession, conversation_id: str, enabled: bool, now: datetime) -> None:
