@@ -23,6 +23,7 @@ from frontdesk.errors import (
     PayloadError,
     TooLargeError,
 )
+from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform import tokens
 from frontdesk.platform.media import KEY_PATTERN
@@ -49,6 +50,18 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     for channel in CHANNELS.values():
         if channel.router is not None:
             app.include_router(channel.router(runtime.channel_deps))
+    app.include_router(
+        console_router(
+            ConsoleDeps(
+                runtime.db,
+                runtime.clock,
+                runtime.signals,
+                runtime.deliverer,
+                ConsoleConfig.from_settings(runtime.settings),
+                runtime.agent_packs,  # the same dict: MCP packs joining at start are seen too
+            )
+        )
+    )
 
     @app.get("/media/packs/{pack}/{file}", tags=["media"], include_in_schema=False)
     async def pack_media(pack: str, file: str) -> FileResponse:

@@ -16,6 +16,7 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 
+from frontdesk.cli_operators import operators_app
 from frontdesk.cli_vault import vault_app
 from frontdesk.demo import seed_demo
 from frontdesk.errors import ConfigError, FrontdeskError
@@ -33,6 +34,7 @@ app.add_typer(accounts_app, name="accounts")
 receipts_app = typer.Typer(help="Delivery receipts.", no_args_is_help=True)
 app.add_typer(receipts_app, name="receipts")
 app.add_typer(vault_app, name="vault")
+app.add_typer(operators_app, name="operators")
 
 HostOption = Annotated[str | None, typer.Option(help="bind address (default: FRONTDESK_HOST)")]
 PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_PORT)")]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, String, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from frontdesk.platform.store.schema import Base
+from frontdesk.platform.store.schema import AutoId, Base
 
 
 class Operator(Base):
@@ -28,3 +29,42 @@ class Operator(Base):
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime]
     last_login_at: Mapped[datetime | None]
+
+
+class ConsoleSession(Base):
+    """A signed-in browser. ``id`` is the SHA-256 of the cookie's token, so a copy of this table
+    cannot be replayed as cookies. ``csrf_token`` is the synchronizer token every form posts back."""
+
+    __tablename__ = "console_sessions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
+class ConsoleLoginAttempt(Base):
+    """One sign-in attempt; failures per (email, client address) in a window are rate limited."""
+
+    __tablename__ = "console_login_attempts"
+    __table_args__ = (Index("ix_console_login_attempts_lookup", "email", "ip", "created_at"),)
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(254))
+    ip: Mapped[str] = mapped_column(String(64))
+    ok: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]
+
+
+class AuditEntry(Base):
+    """Every operator action (sign-in, policy edit, AI switch, reply, replay, task change).
+    ``operator_id`` is NULL for actions taken from the command line."""
+
+    __tablename__ = "console_audit"
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    operator_id: Mapped[str | None] = mapped_column(ForeignKey("operators.id"))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(200))
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]

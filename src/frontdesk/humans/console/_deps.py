@@ -1,0 +1,56 @@
+"""What the console needs from the composition root, as small typed pieces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from frontdesk.output.delivery import Deliverer
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.signals import ConversationSignals
+from frontdesk.platform.store.engine import Database
+from frontdesk.settings import Settings
+
+
+class PolicySource(Protocol):
+    """A business pack as far as identity & policy go (``reasoning.agent.AgentPack`` fits)."""
+
+    @property
+    def default_policy(self) -> Mapping[str, Any]: ...
+
+    @property
+    def playbook(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ConsoleConfig:
+    secure_cookies: bool
+    session_ttl_s: float
+    login_max_attempts: int
+    login_window_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ConsoleConfig:
+        """From ``frontdesk.settings.Settings``: cookies are secure unless the public URL is plain
+        http (or unset: local development on http://host:port)."""
+        secure = settings.console_secure_cookies
+        if secure is None:
+            public = settings.public_url or ""
+            secure = public.startswith("https://")
+        return cls(
+            secure_cookies=bool(secure),
+            session_ttl_s=float(settings.console_session_ttl_s),
+            login_max_attempts=int(settings.console_login_max_attempts),
+            login_window_s=float(settings.console_login_window_s),
+        )
+
+
+@dataclass(frozen=True)
+class ConsoleDeps:
+    db: Database
+    clock: Clock
+    signals: ConversationSignals
+    deliverer: Deliverer
+    config: ConsoleConfig
+    packs: Mapping[str, PolicySource]

@@ -1,0 +1,185 @@
+"""Configure and review: identity & policy (with the prompt prefix hash), tasks, the audit
+trail and the channel accounts (credentials are write-only: only their names are shown)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import select
+
+from frontdesk.context.identity import IdentityPolicy, merge_policy, prefix_hash, static_prefix
+from frontdesk.errors import ConfigError, NotFoundError, PayloadError
+from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console._guard import actor, redirect, viewer
+from frontdesk.humans.console._render import audit, page, parse_form
+from frontdesk.humans.console.auth import Principal
+from frontdesk.platform.store.schema import ChannelAccount, Task, Tenant
+from frontdesk.platform.store.schema_console import AuditEntry, Operator
+from frontdesk.platform.store.schema_vault import Credential
+
+POLICY_FIELDS = ("business_description", "lead_capture_when", "escalate_when", "out_of_scope", "tone")
+TaskPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,40}$")]
+AUDIT_LIMIT = 200
+VAULT_PREFIX = "channel/"  # how ``ingestion.accounts.credential_name`` names a channel secret
+
+
+class TaskForm(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    status: str = Field(default="", pattern=r"^(|open|done)$")
+    assignee: str = Field(default="", max_length=40, pattern=r"^(|[A-Za-z0-9_-]+)$")
+
+
+def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/console/policy", response_class=HTMLResponse)
+    async def policy_page(request: Request) -> Response:
+        me = await viewer(deps, request)
+        tenant, policy, digest = await _policy_of(deps, me)
+        return page("policy.html", me, tenant=tenant, policy=policy, prefix_hash=digest, errors=[])
+
+    @router.post("/console/policy", response_class=HTMLResponse)
+    async def policy_save(request: Request) -> Response:
+        me = await actor(deps, request, owner=True)
+        form = await request.form()  # already read (and size-checked) by the CSRF check
+        submitted = {k: _text(form.get(k)) for k in IdentityPolicy.model_fields}
+        try:
+            new = IdentityPolicy.model_validate(submitted)
+        except ValidationError as exc:
+            tenant, policy, digest = await _policy_of(deps, me)
+            errors = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)]
+            return page("policy.html", me, tenant=tenant, policy=policy, prefix_hash=digest, errors=errors, status=422)
+        _, old_policy, old_hash = await _policy_of(deps, me)
+        async with deps.db.transaction() as session:
+            stored = await session.get(Tenant, me.tenant_id)
+            if stored is None:
+                raise NotFoundError("no such tenant")
+            stored.policy = new.model_dump()
+            new_hash = _hash(deps, stored, new)
+            changed = sorted(k for k in submitted if getattr(old_policy, k) != getattr(new, k))
+            audit(
+                session,
+                me,
+                me.tenant_id,
+                "policy_changed",
+                deps.clock.now(),
+                target=me.tenant_id,
+                details={"fields": changed, "prefix_hash_before": old_hash, "prefix_hash_after": new_hash},
+            )
+        raise redirect("/console/policy")
+
+    @router.get("/console/tasks", response_class=HTMLResponse)
+    async def tasks_page(request: Request) -> Response:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            tasks = list(
+                await session.scalars(
+                    select(Task)
+                    .where(Task.tenant_id == me.tenant_id)
+                    .order_by(Task.status.desc(), Task.priority, Task.created_at.desc())
+                    .limit(200)
+                )
+            )
+            operators = list(
+                await session.scalars(
+                    select(Operator).where(Operator.tenant_id == me.tenant_id, Operator.active.is_(True))
+                )
+            )
+        return page("tasks.html", me, tasks=tasks, operators={o.id: o.name for o in operators})
+
+    @router.post("/console/tasks/{task_id}")
+    async def task_update(request: Request, task_id: TaskPath) -> Response:
+        me = await actor(deps, request)
+        form = await parse_form(request, TaskForm)
+        async with deps.db.transaction() as session:
+            task = await session.scalar(select(Task).where(Task.id == task_id, Task.tenant_id == me.tenant_id))
+            if task is None:
+                raise NotFoundError("no such task")
+            details: dict[str, Any] = dict(task.details or {})
+            if form.assignee:
+                assignee = await session.scalar(
+                    select(Operator.id).where(Operator.id == form.assignee, Operator.tenant_id == me.tenant_id)
+                )
+                if assignee is None:
+                    raise PayloadError("invalid form: assignee: no such operator")
+                details["assignee"] = assignee  # the tasks table has no column for it (yet)
+            if form.status:
+                task.status = form.status
+            task.details = details
+            task.updated_at = deps.clock.now()
+            audit(
+                session,
+                me,
+                me.tenant_id,
+                "task_updated",
+                deps.clock.now(),
+                target=task_id,
+                details={"status": form.status, "assignee": form.assignee},
+            )
+        raise redirect("/console/tasks")
+
+    @router.get("/console/audit", response_class=HTMLResponse)
+    async def audit_page(request: Request) -> Response:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            rows = (
+                await session.execute(
+                    select(AuditEntry, Operator.name)
+                    .outerjoin(Operator, Operator.id == AuditEntry.operator_id)
+                    .where(AuditEntry.tenant_id == me.tenant_id)
+                    .order_by(AuditEntry.id.desc())
+                    .limit(AUDIT_LIMIT)
+                )
+            ).all()
+        return page("audit.html", me, rows=rows)
+
+    @router.get("/console/accounts", response_class=HTMLResponse)
+    async def accounts_page(request: Request) -> Response:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            accounts = list(
+                await session.scalars(
+                    select(ChannelAccount).where(ChannelAccount.tenant_id == me.tenant_id).order_by(ChannelAccount.id)
+                )
+            )
+            vaulted = list(
+                await session.scalars(
+                    select(Credential.name).where(
+                        Credential.tenant_id == me.tenant_id, Credential.name.startswith(VAULT_PREFIX, autoescape=True)
+                    )
+                )
+            )
+        # Secrets are write-only: the template receives their names, never their values. They
+        # live sealed in the vault (``channel/<account>/<secret>``) or, without a vault key
+        # (local development), in the account's legacy plaintext column.
+        shown = []
+        for a in accounts:
+            prefix = f"{VAULT_PREFIX}{a.id}/"
+            names = {n[len(prefix) :] for n in vaulted if n.startswith(prefix)} | set((a.secrets or {}).keys())
+            shown.append((a.id, a.channel, a.name, dict(a.config or {}), sorted(names)))
+        return page("accounts.html", me, accounts=shown)
+
+
+def _text(value: object) -> str:
+    """A form field as text; an uploaded file where text belongs counts as empty."""
+    return value.replace("\r\n", "\n").strip() if isinstance(value, str) else ""
+
+
+async def _policy_of(deps: ConsoleDeps, me: Principal) -> tuple[Tenant, IdentityPolicy, str]:
+    async with deps.db.read() as session:
+        tenant = await session.get(Tenant, me.tenant_id)
+    if tenant is None:
+        raise NotFoundError("no such tenant")
+    pack = deps.packs.get(tenant.pack)
+    try:
+        policy = merge_policy(pack.default_policy if pack else {}, tenant.policy or {})
+    except ConfigError:  # a stored policy that no longer validates: show the pack's defaults to fix it
+        policy = merge_policy(pack.default_policy if pack else {}, {})
+    return tenant, policy, _hash(deps, tenant, policy)
+
+
+def _hash(deps: ConsoleDeps, tenant: Tenant, policy: IdentityPolicy) -> str:
+    """The prefix hash the agent will record on its next turn (same inputs as ``reasoning.agent``)."""
+    pack = deps.packs.get(tenant.pack)
+    return prefix_hash(static_prefix(tenant.name, policy, pack.playbook if pack else ""))

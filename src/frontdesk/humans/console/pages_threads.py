@@ -1,0 +1,162 @@
+"""Monitor: the conversations list, a thread live over SSE, the AI switch, operator replies
+and replays."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console._guard import actor, redirect, viewer
+from frontdesk.humans.console._render import page, parse_form
+from frontdesk.humans.console.auth import current_principal
+from frontdesk.humans.console.i18n import catalog
+from frontdesk.humans.console.threads import (
+    fingerprint,
+    get_thread,
+    list_threads,
+    operator_reply,
+    replay,
+    switch_ai,
+    tenant_channels,
+    thread_messages,
+    thread_traces,
+)
+from frontdesk.humans.tasks import open_tasks
+from frontdesk.output.blocks import MAX_TEXT_CHARS
+
+ID = r"^[A-Za-z0-9_-]{1,40}$"
+ConversationPath = Annotated[str, Path(pattern=ID)]
+STREAM_POLL_S = 1.0
+STREAM_KEEPALIVE_S = 15.0
+
+
+class ReplyForm(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+
+    @field_validator("text")
+    @classmethod
+    def _sendable(cls, value: str) -> str:
+        value = value.replace("\r\n", "\n").strip()
+        if not value or "\x00" in value:
+            raise ValueError("write a message to send")
+        return value
+
+
+class SwitchForm(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    enabled: bool
+
+
+def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/console/conversations", response_class=HTMLResponse)
+    async def conversations(
+        request: Request,
+        channel: Annotated[str, Query(max_length=32, pattern=r"^[a-z]*$")] = "",
+        ai: Annotated[str, Query(pattern=r"^(|on|off)$")] = "",
+        attention: Annotated[str, Query(pattern=r"^(|1)$")] = "",
+    ) -> Response:
+        me = await viewer(deps, request)
+        rows = await list_threads(deps, me, channel=channel, ai=ai, attention=bool(attention))
+        template = "_conversation_rows.html" if request.headers.get("hx-request") else "conversations.html"
+        channels = await tenant_channels(deps, me)
+        filters = {"channel": channel, "ai": ai, "attention": attention}
+        return page(template, me, rows=rows, channels=channels, filters=filters)
+
+    @router.get("/console/conversations/{conversation_id}", response_class=HTMLResponse)
+    async def thread(request: Request, conversation_id: ConversationPath) -> Response:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            row = await get_thread(session, me, conversation_id)
+            tasks = await open_tasks(session, conversation_id)
+        return page(
+            "thread.html",
+            me,
+            thread=row,
+            tasks=tasks,
+            messages=await thread_messages(deps, conversation_id),
+            traces=await thread_traces(deps, conversation_id),
+            version=await fingerprint(deps, conversation_id),
+            notice=_known_notice(request.query_params.get("notice", "")),
+        )
+
+    @router.get("/console/conversations/{conversation_id}/messages", response_class=HTMLResponse)
+    async def thread_partial(request: Request, conversation_id: ConversationPath) -> Response:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            row = await get_thread(session, me, conversation_id)
+        return page(
+            "_messages.html",
+            me,
+            thread=row,
+            messages=await thread_messages(deps, conversation_id),
+            traces=await thread_traces(deps, conversation_id),
+        )
+
+    @router.get("/console/conversations/{conversation_id}/stream")
+    async def stream(
+        request: Request,
+        conversation_id: ConversationPath,
+        since: Annotated[str, Query(max_length=80)] = "",
+    ) -> StreamingResponse:
+        me = await viewer(deps, request)
+        async with deps.db.read() as session:
+            await get_thread(session, me, conversation_id)
+        return StreamingResponse(
+            _changes(deps, request, conversation_id, since),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @router.post("/console/conversations/{conversation_id}/ai")
+    async def ai_switch(request: Request, conversation_id: ConversationPath) -> Response:
+        me = await actor(deps, request)
+        form = await parse_form(request, SwitchForm)
+        await switch_ai(deps, me, conversation_id, form.enabled)
+        raise redirect(f"/console/conversations/{conversation_id}")
+
+    @router.post("/console/conversations/{conversation_id}/reply")
+    async def reply(request: Request, conversation_id: ConversationPath) -> Response:
+        me = await actor(deps, request)
+        form = await parse_form(request, ReplyForm)
+        status = await operator_reply(deps, me, conversation_id, form.text)
+        raise redirect(f"/console/conversations/{conversation_id}?notice=reply_{status}")
+
+    @router.post("/console/receipts/{receipt_id}/replay")
+    async def replay_receipt(request: Request, receipt_id: Annotated[int, Path(ge=1, le=2**62)]) -> Response:
+        me = await actor(deps, request)
+        conversation_id, status = await replay(deps, me, receipt_id)
+        raise redirect(f"/console/conversations/{conversation_id}?notice=replay_{status}")
+
+
+def _known_notice(value: str) -> str:
+    """Only notices the catalog knows: the query string is not a way to put words on the page."""
+    return value if f"notice.{value}" in catalog("en") else ""
+
+
+async def _changes(deps: ConsoleDeps, request: Request, conversation_id: str, since: str) -> AsyncIterator[str]:
+    """An SSE ``changed`` event whenever the thread's fingerprint moves; the page then re-fetches
+    its messages partial. The signal wakes us at once in this process; the poll finds changes
+    made by other instances. The session is re-checked on every wake, so signing out (or
+    expiry) ends the stream."""
+    yield "retry: 2000\n\n"
+    last, last_sent = since, time.monotonic()
+    while not await request.is_disconnected():
+        if await current_principal(deps, request) is None:
+            yield "event: signed_out\ndata: \n\n"
+            return
+        ticket = deps.signals.ticket(conversation_id)
+        now = await fingerprint(deps, conversation_id)
+        if now != last:
+            yield f"event: changed\ndata: {now}\n\n"
+            last, last_sent = now, time.monotonic()
+        woke = await deps.signals.wait(ticket, STREAM_POLL_S)
+        if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
+            yield ": keep-alive\n\n"
+            last_sent = time.monotonic()
