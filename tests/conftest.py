@@ -8,6 +8,7 @@ Model behaviour comes from the script provider; real model requests are refused.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import uuid
@@ -132,3 +133,57 @@ def loyalty_server(loyalty_seeded_db: Path, tmp_path: Path) -> Any:
     path = tmp_path / "loyalty.db"
     shutil.copy(loyalty_seeded_db, path)
     return build_server(path, clock=lambda: LOYALTY_NOW)
+
+
+# -- the suite-wide canary watch
+#
+# Canary secrets (tests/platform/test_vault_canary.py) carry CANARY_MARK and are stored in the
+# vault. Beyond that test's own scan, every log record emitted and every response body or header
+# sent by a frontdesk app during the whole run is watched for the mark; a sighting fails the run.
+
+CANARY_MARK = "c4n4ry"
+canary_sightings: list[str] = []
+
+
+class _CanaryLogWatch(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = f"{record.getMessage()} {record.exc_text or ''}"
+        except Exception:  # a malformed record is still scanned as far as it can be
+            text = f"{record.msg!r} {record.args!r}"
+        if CANARY_MARK in text:
+            canary_sightings.append(f"log line of {record.name}: {text[:300]}")
+
+
+def _watch_frontdesk_responses() -> None:
+    from fastapi import FastAPI
+
+    original = FastAPI.__call__
+    mark = CANARY_MARK.encode()
+
+    async def watched_call(self: FastAPI, scope: Any, receive: Any, send: Any) -> None:
+        if self.title != "frontdesk":  # platform doubles are FastAPI/Starlette apps too
+            await original(self, scope, receive, send)
+            return
+
+        async def scan(message: Any) -> None:
+            body = message.get("body") or b""
+            headers = message.get("headers") or []
+            if mark in body or any(mark in value for _, value in headers):
+                canary_sightings.append(f"response to {scope.get('method')} {scope.get('path')}")
+            await send(message)
+
+        await original(self, scope, receive, scan)
+
+    FastAPI.__call__ = watched_call  # type: ignore[method-assign]  # test-only instrumentation
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    logging.getLogger().addHandler(_CanaryLogWatch())
+    _watch_frontdesk_responses()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if canary_sightings:
+        print("\nA canary secret leaked:\n  " + "\n  ".join(canary_sightings[:20]))
+        session.exitstatus = 1

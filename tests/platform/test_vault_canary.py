@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -254,3 +255,24 @@ async def test_a_canary_secret_appears_in_no_response_page_log_trace_or_cli_outp
     assert "sendMessage" in everywhere["logs"]
     assert "hub.verify_token=***" in everywhere["logs"]
     assert "sqlalchemy.engine.Engine" in everywhere["logs"]
+
+
+async def test_the_suite_wide_watch_sees_a_canary_in_a_log_line_or_a_response():
+    from httpx2 import ASGITransport, AsyncClient
+
+    from conftest import canary_sightings
+
+    before = len(canary_sightings)
+    logging.getLogger("frontdesk.test").warning("leaking %s", CLI_SECRET)
+    app = FastAPI(title="frontdesk")
+
+    @app.get("/leak")
+    async def leak() -> dict[str, str]:
+        return {"token": CLI_SECRET}
+
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://t") as client:
+        await client.get("/leak")
+
+    found = canary_sightings[before:]
+    del canary_sightings[before:]  # the sightings were this test's own doing
+    assert [f.split(":")[0] for f in found] == ["log line of frontdesk.test", "response to GET /leak"]
