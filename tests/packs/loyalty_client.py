@@ -23,3 +23,24 @@ async def fail(client: Client, tool: str, /, **args: Any) -> str:
     text: str = result.content[0].text
     assert result.is_error, f"{tool} should have failed but returned {text}"
     return text
+
+
+LOYALTY_ACCOUNT = "acme-chat"
+
+
+async def loyalty_runtime(db: Any, script: Any, server: Any) -> Any:
+    """A runtime whose ``acme`` tenant runs the loyalty pack against ``server`` (connected over
+    MCP), staff writing on the web-chat account ``LOYALTY_ACCOUNT``. Workers are not started."""
+    from frontdesk.platform.store.schema import ChannelAccount, Tenant
+    from harness import make_runtime
+
+    runtime, _ = await make_runtime(db, script)
+    await runtime.start(mcp_targets={"loyalty": server})
+    now = runtime.clock.now()
+    async with db.transaction() as session:
+        session.add(Tenant(id="acme", name="Acme Rewards", pack="loyalty", policy={}, created_at=now))
+        await session.flush()
+        session.add(
+            ChannelAccount(id=LOYALTY_ACCOUNT, tenant_id="acme", channel="webchat", name="x", config={}, created_at=now)
+        )
+    return runtime

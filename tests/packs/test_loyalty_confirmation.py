@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from loyalty_client import loyalty_runtime
+
 from frontdesk.capabilities.confirmation import CANCEL_TOOL, CONFIRM_TOOL, PENDING_WORKFLOW
 from frontdesk.capabilities.mcp import McpToolSource
 from frontdesk.platform.ids import ConversationId
-from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.workflows import WorkflowStore
-from harness import make_runtime, message, traces, wait_idle
+from harness import message, traces, wait_idle
 
 MEMBER = "mem_0012"
 
@@ -50,15 +51,7 @@ async def balance(server: Any) -> int:
 
 
 async def converse(db: Any, server: Any, *texts: str) -> tuple[Any, str]:
-    runtime, _ = await make_runtime(db, script(500))
-    await runtime.start(mcp_targets={"loyalty": server})
-    now = runtime.clock.now()
-    async with db.transaction() as session:
-        session.add(Tenant(id="acme", name="Acme Rewards", pack="loyalty", policy={}, created_at=now))
-        await session.flush()
-        session.add(
-            ChannelAccount(id="acme-chat", tenant_id="acme", channel="webchat", name="x", config={}, created_at=now)
-        )
+    runtime = await loyalty_runtime(db, script(500), server)
     runtime.runner.start()
     conversation = ""
     try:

@@ -3,11 +3,12 @@ message routed by the action router, the staged rule flow's phase deciding each 
 
 from __future__ import annotations
 
+from loyalty_client import loyalty_runtime
+
 from frontdesk.packs.loyalty.server import build_server
 from frontdesk.platform.ids import ConversationId
-from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.workflows import WorkflowStore
-from harness import make_runtime, message, traces, wait_idle
+from harness import message, traces, wait_idle
 
 
 def script(campaign: str) -> dict:
@@ -43,15 +44,7 @@ async def test_a_rule_flow_turn_by_turn_sees_only_its_steps_tools(db, tmp_path):
     await probe.close()
     campaign = next(c["id"] for c in campaigns if c["status"] in ("draft", "active", "paused"))
 
-    runtime, _ = await make_runtime(db, script(campaign))
-    await runtime.start(mcp_targets={"loyalty": server})
-    now = runtime.clock.now()
-    async with db.transaction() as session:
-        session.add(Tenant(id="acme", name="Acme Rewards", pack="loyalty", policy={}, created_at=now))
-        await session.flush()
-        session.add(
-            ChannelAccount(id="acme-chat", tenant_id="acme", channel="webchat", name="x", config={}, created_at=now)
-        )
+    runtime = await loyalty_runtime(db, script(campaign), server)
     runtime.runner.start()
     try:
         first = await runtime.ingestor.ingest(message("acme-chat", "Create a new rule for the coffee campaign"))
