@@ -59,6 +59,9 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
                 runtime.deliverer,
                 ConsoleConfig.from_settings(runtime.settings),
                 runtime.agent_packs,  # the same dict: MCP packs joining at start are seen too
+                vault=runtime.channel_deps.accounts.vault,
+                settings=runtime.settings,
+                media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()},
             )
         )
     )

@@ -19,8 +19,18 @@ ID_ROUTES = [
     ("POST", "/console/conversations/{other_conversation}/reply"),
     ("POST", "/console/receipts/{other_receipt}/replay"),
     ("POST", "/console/tasks/{other_task}"),
+    ("POST", "/console/accounts/other-webchat/credentials"),
 ]
-FORMS = {"ai": {"enabled": "false"}, "reply": {"text": "leak?"}, "replay": {}, "tasks": {"status": "done"}}
+FORMS = {
+    "ai": {"enabled": "false"},
+    "reply": {"text": "leak?"},
+    "replay": {},
+    "tasks": {"status": "done"},
+    "credentials": {"name": "bot_token", "value": "leak?"},
+    "delete": {},
+    "subscriptions": {"kind": "lead", "subscriber": "operator:nobody", "route": "any"},
+    "webhooks": {"name": "leak", "url": "https://example.test/hook"},
+}
 POSTS = [
     "/console/logout",
     "/console/policy",
@@ -29,6 +39,10 @@ POSTS = [
     "/console/receipts/{own_receipt}/replay",
     "/console/tasks/{own_task}",
     "/console/login",
+    "/console/accounts/demo-flaky/credentials",
+    "/console/notifications/subscriptions",
+    "/console/notifications/subscriptions/1/delete",
+    "/console/notifications/webhooks",
 ]
 PAGES = [
     "/console/conversations",
@@ -39,6 +53,9 @@ PAGES = [
     "/console/reports",
     "/console/rejections",
     "/console/deliveries",
+    "/console/notifications",
+    "/console/catalog",
+    "/console/models",
 ]
 
 

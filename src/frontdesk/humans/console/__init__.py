@@ -4,7 +4,11 @@ build. ``console_router(deps)`` serves every ``/console`` route, its static file
 Wiring (``app.py``)::
 
     app.include_router(console_router(ConsoleDeps(runtime.db, runtime.clock, runtime.signals,
-        runtime.deliverer, ConsoleConfig.from_settings(runtime.settings), runtime.agent_packs)))
+        runtime.deliverer, ConsoleConfig.from_settings(runtime.settings), runtime.agent_packs,
+        vault=runtime.channel_deps.accounts.vault, settings=runtime.settings,
+        media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()})))
+
+(Without the last three, ``pages_configure`` finds them on ``request.app.state.runtime``.)
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from fastapi import APIRouter, Path
 from fastapi.responses import RedirectResponse, Response
 
 from frontdesk.errors import NotFoundError
-from frontdesk.humans.console import pages_admin, pages_auth, pages_reports, pages_threads
+from frontdesk.humans.console import pages_admin, pages_auth, pages_configure, pages_reports, pages_threads
 from frontdesk.humans.console._deps import ConsoleConfig, ConsoleDeps, PolicySource
 
 STATIC = {"htmx.min.js": "text/javascript", "console.js": "text/javascript", "console.css": "text/css"}
@@ -43,4 +47,5 @@ def console_router(deps: ConsoleDeps) -> APIRouter:
     pages_threads.add_routes(router, deps)
     pages_admin.add_routes(router, deps)
     pages_reports.add_routes(router, deps)
+    pages_configure.add_routes(router, deps)
     return router

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from frontdesk.output.delivery import Deliverer
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
+from frontdesk.platform.vault import Vault
 from frontdesk.settings import Settings
 
 
@@ -54,3 +56,9 @@ class ConsoleDeps:
     deliverer: Deliverer
     config: ConsoleConfig
     packs: Mapping[str, PolicySource]
+    # Optional (``pages_configure`` falls back to ``request.app.state.runtime``, which ``app.py``
+    # sets): the runtime's vault (``channel_deps.accounts.vault``), its settings (model slots),
+    # and each pack's media directory (``Pack.media_dir``: catalog and photos).
+    vault: Vault | None = None
+    settings: Settings | None = None
+    media_dirs: Mapping[str, Path] = field(default_factory=dict)

@@ -1,5 +1,5 @@
-"""Configure and review: identity & policy (with the prompt prefix hash), tasks, the audit
-trail and the channel accounts (credentials are write-only: only their names are shown)."""
+"""Configure and review: identity & policy (with the prompt prefix hash), tasks and the audit
+trail. (Channel accounts and their write-only credentials: ``pages_configure``.)"""
 
 from __future__ import annotations
 
@@ -16,14 +16,12 @@ from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import audit, page, parse_form
 from frontdesk.humans.console.auth import Principal
-from frontdesk.platform.store.schema import ChannelAccount, Task, Tenant
+from frontdesk.platform.store.schema import Task, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry, Operator
-from frontdesk.platform.store.schema_vault import Credential
 
 POLICY_FIELDS = ("business_description", "lead_capture_when", "escalate_when", "out_of_scope", "tone")
 TaskPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,40}$")]
 AUDIT_LIMIT = 200
-VAULT_PREFIX = "channel/"  # how ``ingestion.accounts.credential_name`` names a channel secret
 
 
 class TaskForm(BaseModel):
@@ -133,32 +131,6 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
                 )
             ).all()
         return page("audit.html", me, rows=rows)
-
-    @router.get("/console/accounts", response_class=HTMLResponse)
-    async def accounts_page(request: Request) -> Response:
-        me = await viewer(deps, request)
-        async with deps.db.read() as session:
-            accounts = list(
-                await session.scalars(
-                    select(ChannelAccount).where(ChannelAccount.tenant_id == me.tenant_id).order_by(ChannelAccount.id)
-                )
-            )
-            vaulted = list(
-                await session.scalars(
-                    select(Credential.name).where(
-                        Credential.tenant_id == me.tenant_id, Credential.name.startswith(VAULT_PREFIX, autoescape=True)
-                    )
-                )
-            )
-        # Secrets are write-only: the template receives their names, never their values. They
-        # live sealed in the vault (``channel/<account>/<secret>``) or, without a vault key
-        # (local development), in the account's legacy plaintext column.
-        shown = []
-        for a in accounts:
-            prefix = f"{VAULT_PREFIX}{a.id}/"
-            names = {n[len(prefix) :] for n in vaulted if n.startswith(prefix)} | set((a.secrets or {}).keys())
-            shown.append((a.id, a.channel, a.name, dict(a.config or {}), sorted(names)))
-        return page("accounts.html", me, accounts=shown)
 
 
 def _text(value: object) -> str:
