@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from frontdesk.cli_operators import add_operator
 from frontdesk.humans.console import ConsoleDeps
-from frontdesk.humans.console.pages_configure import masked_slot, vault_of
+from frontdesk.humans.console._configure import vault_of
+from frontdesk.humans.console.pages_catalog import masked_slot
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry, Operator
 from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook

@@ -8,7 +8,7 @@ Wiring (``app.py``)::
         vault=runtime.channel_deps.accounts.vault, settings=runtime.settings,
         media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()})))
 
-(Without the last three, ``pages_configure`` finds them on ``request.app.state.runtime``.)
+(Without the last three, the configure pages find them on ``request.app.state.runtime``.)
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ from fastapi import APIRouter, Path
 from fastapi.responses import RedirectResponse, Response
 
 from frontdesk.errors import NotFoundError
-from frontdesk.humans.console import pages_admin, pages_auth, pages_configure, pages_reports, pages_threads
+from frontdesk.humans.console import (
+    pages_admin,
+    pages_auth,
+    pages_catalog,
+    pages_credentials,
+    pages_notify,
+    pages_reports,
+    pages_threads,
+)
 from frontdesk.humans.console._deps import ConsoleConfig, ConsoleDeps, PolicySource
 
 STATIC = {"htmx.min.js": "text/javascript", "console.js": "text/javascript", "console.css": "text/css"}
@@ -47,5 +55,7 @@ def console_router(deps: ConsoleDeps) -> APIRouter:
     pages_threads.add_routes(router, deps)
     pages_admin.add_routes(router, deps)
     pages_reports.add_routes(router, deps)
-    pages_configure.add_routes(router, deps)
+    pages_credentials.add_routes(router, deps)
+    pages_notify.add_routes(router, deps)
+    pages_catalog.add_routes(router, deps)
     return router

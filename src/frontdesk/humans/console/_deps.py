@@ -56,7 +56,7 @@ class ConsoleDeps:
     deliverer: Deliverer
     config: ConsoleConfig
     packs: Mapping[str, PolicySource]
-    # Optional (``pages_configure`` falls back to ``request.app.state.runtime``, which ``app.py``
+    # Optional (the configure pages fall back to ``request.app.state.runtime``, which ``app.py``
     # sets): the runtime's vault (``channel_deps.accounts.vault``), its settings (model slots),
     # and each pack's media directory (``Pack.media_dir``: catalog and photos).
     vault: Vault | None = None

@@ -1,5 +1,5 @@
 """Configure and review: identity & policy (with the prompt prefix hash), tasks and the audit
-trail. (Channel accounts and their write-only credentials: ``pages_configure``.)"""
+trail. (Channel accounts and their write-only credentials: ``pages_credentials``.)"""
 
 from __future__ import annotations
 
