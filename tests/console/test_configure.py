@@ -190,8 +190,8 @@ async def test_the_vault_comes_from_the_deps_when_they_carry_one(db):
     class _Request:
         app = console.app
 
-    assert vault_of(with_vault, _Request()) is sealing  # type: ignore[arg-type]
-    assert vault_of(deps, _Request()) is console.runtime.channel_deps.accounts.vault  # type: ignore[arg-type]
+    assert vault_of(with_vault, _Request()) is sealing  # type: ignore[arg-type]  # a stand-in with only .app
+    assert vault_of(deps, _Request()) is console.runtime.channel_deps.accounts.vault  # type: ignore[arg-type]  # a stand-in with only .app
 
 
 # -- notification subscriptions and webhooks ------------------------------------------------------

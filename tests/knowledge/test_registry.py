@@ -73,7 +73,7 @@ def test_a_valid_file_loads_into_frozen_snippets_with_the_default_review_window(
     assert loaded.line() == "[tier-ladder v1] Tiers follow lifetime earned points."
     assert loaded.ref == "tier-ladder@1"
     with pytest.raises(dataclasses.FrozenInstanceError):
-        loaded.version = 2  # type: ignore[misc]
+        loaded.version = 2  # type: ignore[misc]  # the point: a frozen snippet refuses the write
 
 
 @pytest.mark.parametrize(

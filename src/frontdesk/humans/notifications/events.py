@@ -7,6 +7,7 @@ which win over every other way of choosing who is told (``resolution``).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -26,10 +27,10 @@ class _Payload(BaseModel):
     conversation_id: str | None = None
     task_id: str | None = None
 
+    @abstractmethod
     def text(self) -> str:
         """The line stored on the ``notifications`` row (written in the operator's language by
         whoever raised the event)."""
-        raise NotImplementedError
 
 
 class Handoff(_Payload):
