@@ -28,10 +28,10 @@ ARGS = [
     "--disable-quic",
 ]
 
-# On a laptop without Chromium the test is skipped; CI sets FRONTDESK_REQUIRE_BROWSER so that a
-# missing browser fails the run instead of silently skipping the flow it exists to prove.
+# On a laptop without Chromium the test is skipped; CI sets FRONTDESK_CI so that a missing
+# browser fails the run instead of silently skipping the flow it exists to prove.
 pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("FRONTDESK_REQUIRE_BROWSER"),
+    not CHROMIUM.exists() and not os.environ.get("FRONTDESK_CI"),
     reason="needs Debian's chromium at /usr/bin/chromium",
 )
 

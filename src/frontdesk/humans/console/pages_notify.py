@@ -9,7 +9,7 @@ that made it.
 from __future__ import annotations
 
 import secrets as token_source
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
@@ -25,7 +25,7 @@ from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import audit, page, parse_form
 from frontdesk.humans.console.auth import Principal
-from frontdesk.humans.notifications.events import KINDS
+from frontdesk.humans.notifications.events import KINDS, Kind, RouteName
 from frontdesk.humans.notifications.subscriptions import add_webhook, subscribe
 from frontdesk.platform.store.schema_console import Operator
 from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook
@@ -36,9 +36,9 @@ OPERATOR_ROUTES = ("any", "email", "telegram")
 
 class SubscriptionForm(BaseModel):
     model_config = ConfigDict(frozen=True)
-    kind: str = Field(pattern="^(" + "|".join(KINDS) + ")$")
+    kind: Kind
     subscriber: str = Field(pattern=r"^(operator|webhook):[A-Za-z0-9_-]{1,40}$")
-    route: str = Field(default="any", pattern="^(any|email|telegram|webhook)$")
+    route: RouteName | Literal["any"] = "any"
 
 
 class WebhookForm(BaseModel):
@@ -86,11 +86,11 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             row = await subscribe(
                 session,
                 tenant_id=me.tenant_id,
-                kind=form.kind,  # type: ignore[arg-type]  # checked against KINDS by the form
+                kind=form.kind,
                 now=deps.clock.now(),
                 operator_id=operator_id,
                 webhook_id=webhook_id,
-                route=route,  # type: ignore[arg-type]  # one of the route names, checked above
+                route=route,
             )
             audit(
                 session,
@@ -159,7 +159,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
 
 async def _resolve_subscriber(
     session: AsyncSession, me: Principal, form: SubscriptionForm
-) -> tuple[str | None, str | None, str]:
+) -> tuple[str | None, str | None, RouteName | Literal["any"]]:
     """The subscriber named by the form, checked to be this tenant's: (operator id, webhook id,
     route), exactly one of the ids set."""
     what, _, subscriber_id = form.subscriber.partition(":")
