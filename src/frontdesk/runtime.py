@@ -24,7 +24,7 @@ from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
 from frontdesk.context.knowledge import load_pack_knowledge
 from frontdesk.context.summarizer import EpisodicSummarizer
 from frontdesk.humans.notifications import DISPATCH_NOTIFICATION, Dispatcher, build_routes
-from frontdesk.humans.notifications.watch import notify_failed_deliveries, notify_rejection_spikes
+from frontdesk.humans.notifications.watch import FailedDeliveryWatch, notify_rejection_spikes
 from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
 from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
@@ -206,7 +206,7 @@ class Runtime:
                 queue.requeue_abandoned,
                 requeue_orphans,
                 drop_expired_drafts,
-                lambda: notify_failed_deliveries(db, clock),
+                FailedDeliveryWatch(db, clock),
                 lambda: notify_rejection_spikes(db, clock),
             ],
             sweep_interval_s=settings.sweeper_interval_s,

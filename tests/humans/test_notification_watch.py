@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from frontdesk.humans.notifications.watch import (
     SPIKE_THRESHOLD,
+    FailedDeliveryWatch,
     notify_failed_deliveries,
     notify_rejection_spikes,
 )
@@ -89,3 +90,18 @@ async def test_a_few_refusals_are_not_a_spike(db):
     await add_rejections(db, place.conversation_id, SPIKE_THRESHOLD - 1)
 
     assert await notify_rejection_spikes(db, CLOCK) == 0
+
+
+async def test_the_sweep_reads_only_what_finished_since_its_last_pass_and_sees_a_replay_again(db):
+    place = await world(db)
+    watch = FailedDeliveryWatch(db, CLOCK)
+    recent = await add_receipt(db, place.conversation_id, "failed", finished_ago=timedelta(minutes=30))
+
+    assert await watch() == 1  # the first pass looks back an hour
+    await add_receipt(db, place.conversation_id, "failed", finished_ago=timedelta(minutes=20))
+    assert await watch() == 0  # finished before the last pass: not read again
+    async with db.transaction() as session:
+        receipt = await session.get(Receipt, recent)
+        receipt.replays, receipt.finished_at = 1, CLOCK.now()  # replayed, and failed again
+    assert await watch() == 1
+    assert await notify_failed_deliveries(db, CLOCK) == 1  # a full look-back still finds the other

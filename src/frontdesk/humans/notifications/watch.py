@@ -25,9 +25,11 @@ SPIKE_WINDOW = timedelta(minutes=15)
 SPIKE_THRESHOLD = 5  # rejected replies per tenant per window; one or two are the gate doing its job
 
 
-async def notify_failed_deliveries(db: Database, clock: Clock) -> int:
-    """A ``delivery_failed`` event per receipt that ended ``failed`` or ``partial`` lately."""
+async def notify_failed_deliveries(db: Database, clock: Clock, since: datetime | None = None) -> int:
+    """A ``delivery_failed`` event per receipt that ended ``failed`` or ``partial`` since ``since``
+    (default: within ``LOOKBACK``)."""
     now = clock.now()
+    since = max(since, now - LOOKBACK) if since is not None else now - LOOKBACK
     recorded = 0
     async with db.transaction() as session:
         rows = await session.execute(
@@ -37,7 +39,7 @@ async def notify_failed_deliveries(db: Database, clock: Clock) -> int:
             .where(
                 Receipt.kind == "delivery",
                 Receipt.status.in_(("failed", "partial")),
-                Receipt.finished_at >= now - LOOKBACK,
+                Receipt.finished_at >= since,
             )
         )
         for receipt, tenant_id, channel in rows:
@@ -53,6 +55,27 @@ async def notify_failed_deliveries(db: Database, clock: Clock) -> int:
             if await notify(session, Event(tenant_id=tenant_id, payload=payload, dedupe_key=key), now=now) is not None:
                 recorded += 1
     return recorded
+
+
+class FailedDeliveryWatch:
+    """The sweep as the runner calls it: each pass reads only receipts finished since the previous
+    one (with a margin for a receipt committed while the last pass ran), not the whole last hour
+    again every few seconds. A replay finishes its receipt again, so it is seen again. The first
+    pass after a start looks back ``LOOKBACK``; the dedupe keys make any overlap harmless."""
+
+    MARGIN = timedelta(minutes=1)
+
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+        self._last: datetime | None = None
+
+    async def __call__(self) -> int:
+        started = self._clock.now()
+        since = self._last - self.MARGIN if self._last is not None else None
+        recorded = await notify_failed_deliveries(self._db, self._clock, since)
+        self._last = started
+        return recorded
 
 
 async def notify_rejection_spikes(db: Database, clock: Clock) -> int:
