@@ -39,7 +39,7 @@ from frontdesk.packs.loyalty.flow import RuleFlow
 from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.ids import ConversationId
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
-from frontdesk.platform.media import LocalMediaStore
+from frontdesk.platform.media import build_media_store
 from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
@@ -104,11 +104,7 @@ class Runtime:
         signals = ConversationSignals()
         vault = build_vault(db, settings, clock)
         accounts = AccountDirectory(db, vault)
-        media = LocalMediaStore(
-            settings.media_dir,
-            settings.media_signing_key.encode() if settings.media_signing_key else None,
-            url_ttl_s=settings.media_url_ttl_s,
-        )
+        media = build_media_store(settings)
         http = httpx2.AsyncClient(
             timeout=settings.channel_timeout_s, headers={"User-Agent": f"frontdesk/{__version__}"}
         )
@@ -235,6 +231,7 @@ class Runtime:
         configured stays unavailable; its tenants' turns fail with a clear error. First, with a
         vault key configured, any channel secret still in plaintext moves into the vault."""
         await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
+        await self.signals.start(self.db)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})
         for pack in MCP_PACKS.values():
@@ -247,6 +244,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.runner.stop()
+        await self.signals.close()
         for source in self.mcp_sources:
             await source.close()
         await self.channel_deps.http.aclose()

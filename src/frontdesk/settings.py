@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import (
@@ -25,7 +26,16 @@ class Settings(BaseSettings):
 
     # -- storage
     database_url: str = "sqlite+aiosqlite:///./frontdesk.db"
+    # Connections each instance keeps open to PostgreSQL (docs/operations.md "Connection pools").
+    database_pool_size: int = Field(default=10, ge=1, le=200)
     media_dir: Path = Path("./media")
+    # Where re-hosted customer media lives: this machine's ``media_dir`` or an S3-compatible bucket.
+    media_store: Literal["local", "s3"] = "local"
+    s3_bucket: str | None = None
+    s3_endpoint_url: str | None = None  # unset: AWS; set for MinIO, R2, Ceph...
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str | None = Field(default=None, repr=False)
+    s3_secret_access_key: str | None = Field(default=None, repr=False)
 
     # -- HTTP server
     host: str = "127.0.0.1"
@@ -38,6 +48,11 @@ class Settings(BaseSettings):
     model_embeddings: str | None = None
     # Voice notes: a multimodal model that takes audio input. Unset: the chat slot transcribes.
     model_transcription: str | None = None
+    # -- the embedded model (``local:`` slots; platform/models/local.py)
+    # Where the verified GGUF file is assembled once; unset: ~/.cache/frontdesk/models.
+    model_cache_dir: Path | None = None
+    local_model_threads: int | None = Field(default=None, ge=1, le=256)  # unset: the machine's cores
+    local_model_context: int = Field(default=8192, ge=2048, le=131072)
 
     # -- jobs
     workers: int = Field(default=8, ge=0, le=64)
@@ -100,6 +115,19 @@ class Settings(BaseSettings):
     smtp_url: str | None = Field(default=None, repr=False)
     notify_from: str | None = None
     notify_timeout_s: float = Field(default=10.0, gt=0)
+
+    # -- catalog search (capabilities/search): weight of vector similarity when embeddings are set
+    search_vector_weight: float = Field(default=0.5, ge=0, le=1)
+
+    # -- operations (docs/operations.md)
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    otel_endpoint: str | None = None  # OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces
+    otel_service_name: str = "frontdesk"
+    metrics_enabled: bool = True
+    # On SIGTERM: stop claiming, let running turns finish this long, then release what is left.
+    shutdown_grace_s: float = Field(default=20.0, ge=0)
 
     @classmethod
     def settings_customise_sources(

@@ -17,9 +17,12 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from frontdesk.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from frontdesk.settings import Settings
 
 KEY_PATTERN = re.compile(r"[a-z0-9]{2}/[a-z0-9]{40}\.[a-z0-9]{1,5}")
 SIGNING_KEY_FILE = ".signing-key"
@@ -112,3 +115,12 @@ def _load_or_create_key(path: Path) -> bytes:
         partial.unlink()
     path.chmod(0o600)
     return path.read_bytes()
+
+
+def build_media_store(settings: Settings) -> MediaStore:
+    """The store the settings name (``media_store``): the local directory by default."""
+    return LocalMediaStore(
+        settings.media_dir,
+        settings.media_signing_key.encode() if settings.media_signing_key else None,
+        url_ttl_s=settings.media_url_ttl_s,
+    )

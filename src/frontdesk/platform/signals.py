@@ -9,11 +9,21 @@ Take the ticket *before* reading the store, so a publish between the read and th
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from frontdesk.platform.store.engine import Database
 
 
 class ConversationSignals:
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
+
+    async def start(self, db: Database) -> None:
+        """Begin receiving other instances' publishes (nothing to do in one process)."""
+
+    async def close(self) -> None:
+        """Stop receiving other instances' publishes."""
 
     def ticket(self, conversation_id: str) -> asyncio.Event:
         return self._events.setdefault(conversation_id, asyncio.Event())
