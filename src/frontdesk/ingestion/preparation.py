@@ -21,6 +21,7 @@ from frontdesk.ingestion.events import MediaRef
 from frontdesk.ingestion.ingest import PREPARE_MEDIA, Ingestor
 from frontdesk.ingestion.modality import placeholder
 from frontdesk.ingestion.transcription import Transcriber, TranscriptVerdict, transcript_content
+from frontdesk.platform.ids import TenantId
 from frontdesk.platform.jobs import ClaimedJob
 from frontdesk.platform.media import MediaStore
 from frontdesk.platform.store.engine import Database
@@ -87,7 +88,8 @@ class MediaPreparer:
     async def _prepare(self, message: Message, media: MediaRef, caption: str) -> tuple[str, dict[str, Any]]:
         account = await self._accounts.get(message.channel_account_id, tuple(self._fetchers))
         fetched = await self._fetchers[account.channel].fetch(account, media)
-        stored = await self._store.put(fetched.data, fetched.mime_type or media.mime_type or "application/octet-stream")
+        mime_type = fetched.mime_type or media.mime_type or "application/octet-stream"
+        stored = await self._store.put(TenantId(account.tenant_id), fetched.data, mime_type)
         updates: dict[str, Any] = {"media_key": stored.key, "media_mime": stored.mime_type, "media_size": stored.size}
         if media.kind == "image":
             return " ".join(p for p in (placeholder("image"), caption) if p), updates

@@ -32,7 +32,7 @@ from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
-from frontdesk.platform.media import MediaStore
+from frontdesk.platform.media import MediaStore, tenant_prefix
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.schema import ClaimRejection
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
@@ -198,8 +198,9 @@ class Agent:
         if self._media is None:
             return []
         images: list[BinaryContent] = []
+        own_prefix = tenant_prefix(turn.tenant_id) + "/"  # never another tenant's object, whatever a row says
         for message in turn.batch:
-            if message.image_key and len(images) < MAX_IMAGES_PER_TURN:
+            if message.image_key and message.image_key.startswith(own_prefix) and len(images) < MAX_IMAGES_PER_TURN:
                 try:
                     data, mime = await self._media.get(message.image_key)
                 except NotFoundError:
