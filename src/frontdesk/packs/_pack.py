@@ -4,12 +4,13 @@ turns this plain data into a router and a catalog."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from frontdesk.capabilities.policy import ToolPolicy
+from frontdesk.capabilities.search import Document, IndexReport, SearchIndex
 from frontdesk.capabilities.tools import Tool
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.store.engine import Database
@@ -20,6 +21,9 @@ class PackDeps:
     db: Database
     clock: Clock
     media_base_url: str  # absolute URL under which ``Pack.media_dir`` is served
+    # The catalog search index (lexical, plus vectors when the ``embeddings`` slot is set). None:
+    # tools search their shipped data in memory (unit tests that need no database index).
+    search: SearchIndex | None = None
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,9 @@ class Pack:
     fallback_texts: Mapping[str, str]
     # Said when a voice note could not be understood at all: ask the customer to type it.
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
+    # Search collections the pack ships (collection -> its documents): indexed at start-up.
+    search_documents: Mapping[str, Callable[[], Sequence[Document]]] = field(default_factory=dict)
+
+    async def sync_search(self, index: SearchIndex) -> dict[str, IndexReport]:
+        """Index the pack's search collections (start-up): unchanged documents cost one read."""
+        return {name: await index.sync(name, documents()) for name, documents in self.search_documents.items()}

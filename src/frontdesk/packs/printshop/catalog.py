@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from frontdesk.capabilities.search import Document, SearchIndex, fold, terms
+
 DATA_DIR = Path(__file__).with_name("data")
 PHOTOS_DIR = DATA_DIR / "photos"
+COLLECTION = "printshop:catalog"  # the search index's name for the services below
 
 
 class _Frozen(BaseModel):
@@ -76,36 +78,20 @@ def business() -> BusinessInfo:
     return BusinessInfo.model_validate(_load("business.json"))
 
 
-def fold(text: str) -> str:
-    """Lower-case without accents, so "tarjetas de presentacion" finds "presentación"."""
-    decomposed = unicodedata.normalize("NFKD", text.lower().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP_WORDS = "a an the of for and or to in on with me my i you your do de la el los las y para un una por que con"
-_STOP_WORDS += " cho toi cua va mot"
-_STOP = frozenset(_STOP_WORDS.split())
-
-
 def _terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(fold(text)) if w not in _STOP and len(w) > 1}
-
-
-def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+    return set(terms(text))
 
 
 def search(query: str, category: str | None = None, limit: int = 6) -> list[Service]:
     """Services ranked by overlap with the query (name and keywords weigh most)."""
     services = [s for s in catalog().services if category is None or s.category == category]
-    wanted = {_stem(t) for t in _terms(query)}
+    wanted = _terms(query)
     if not wanted:
         return services[:limit] if category else services
     scored: list[tuple[int, int, Service]] = []
     for index, service in enumerate(services):
-        strong = {_stem(t) for t in _terms(" ".join([service.name, service.id, *service.keywords]))}
-        weak = {_stem(t) for t in _terms(f"{service.category} {service.summary}")}
+        strong = _strong_terms(service)
+        weak = _terms(f"{service.category} {service.summary}")
         phrase_hit = any(fold(k) in fold(query) for k in service.keywords)
         score = 3 * len(wanted & strong) + len(wanted & weak) + (5 if phrase_hit else 0)
         if score:
@@ -114,7 +100,7 @@ def search(query: str, category: str | None = None, limit: int = 6) -> list[Serv
 
 
 def _strong_terms(service: Service) -> set[str]:
-    return {_stem(t) for t in _terms(" ".join([service.name, service.id, *service.keywords]))}
+    return _terms(" ".join([service.name, service.id, *service.keywords]))
 
 
 def find(reference: str) -> Service | None:
@@ -124,12 +110,12 @@ def find(reference: str) -> Service | None:
     for service in catalog().services:
         if service.id == wanted or fold(service.name) == fold(wanted):
             return service
-    terms = {_stem(t) for t in _terms(wanted)}
+    words = _terms(wanted)
     folded = fold(wanted)
     named = [
         s
         for s in search(wanted, limit=len(catalog().services))
-        if terms & _strong_terms(s) or any(fold(k) in folded for k in s.keywords)
+        if words & _strong_terms(s) or any(fold(k) in folded for k in s.keywords)
     ]
     if len(named) == 1:
         return named[0]
@@ -145,3 +131,32 @@ def find(reference: str) -> Service | None:
         if mine and all(other in mine for sid, other in phrase.items() if sid != service.id):
             return service
     return None
+
+
+@cache
+def documents() -> tuple[Document, ...]:
+    """The services as the search index sees them: name and keywords (and the id) weigh most;
+    the body is what the in-memory ranking reads too (category and summary, not the long
+    description, whose incidental words would make Envelopes match "invitation")."""
+    return tuple(
+        Document(id=s.id, title=s.name, body=f"{s.category} {s.summary}", keywords=(*s.keywords, s.id))
+        for s in catalog().services
+    )
+
+
+SEARCH_DOCUMENTS: dict[str, Callable[[], Sequence[Document]]] = {COLLECTION: documents}
+
+
+async def search_indexed(
+    index: SearchIndex, query: str, category: str | None, tenant_id: str, limit: int = 6
+) -> list[Service]:
+    """``search`` through the database index (and vectors, when the index has an embedder). A
+    query without a meaningful word lists the catalog, as ``search`` does."""
+    if not terms(query):
+        return search(query, category, limit)
+    await index.ensure(COLLECTION, documents())
+    by_id = {s.id: s for s in catalog().services}
+    found = [
+        by_id[hit.doc_id] for hit in await index.search(COLLECTION, query, tenant_id=tenant_id) if hit.doc_id in by_id
+    ]
+    return [s for s in found if category is None or s.category == category][:limit]

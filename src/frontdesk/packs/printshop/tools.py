@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
 from frontdesk.packs._pack import PackDeps
-from frontdesk.packs.printshop.catalog import Service, business, catalog, find, search
+from frontdesk.packs.printshop.catalog import Service, business, catalog, find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
 
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,25}$")
@@ -139,8 +139,11 @@ def build_tools(deps: PackDeps) -> list[Tool]:
     def photo_url(file: str) -> str:
         return f"{deps.media_base_url.rstrip('/')}/{file}"
 
-    async def search_services(args: SearchServicesArgs, _ctx: ToolContext) -> ToolResult:
-        found = search(args.query, args.category)
+    async def search_services(args: SearchServicesArgs, ctx: ToolContext) -> ToolResult:
+        if deps.search is None:
+            found = search(args.query, args.category)
+        else:
+            found = await search_indexed(deps.search, args.query, args.category, ctx.tenant_id)
         return ToolResult(
             output={"results": [_row(s) for s in found], "count": len(found)},
             evidence=_price_evidence(found),

@@ -349,4 +349,4 @@ class WorkflowDraft(Base):
 
 # Feature tables live in their own modules; importing them here registers them on ``Base`` for
 # every reader of the metadata (migrations, tests).
-from frontdesk.platform.store import schema_console, schema_notifications, schema_vault  # noqa: E402, F401  # imported for their tables, after Base exists
+from frontdesk.platform.store import schema_console, schema_notifications, schema_search, schema_vault  # noqa: E402, F401  # imported for their tables, after Base exists
