@@ -33,6 +33,7 @@ def env(tmp_path: Path) -> dict[str, str]:
         **clean,
         "FRONTDESK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'x.db'}",
         "FRONTDESK_CONFIG": "/nonexistent/frontdesk.toml",
+        "FRONTDESK_DEMO_LOCAL_MODEL": "false",  # the scripted demo: these tests are about the CLI, not a model
         "PYTHONUNBUFFERED": "1",
     }
 

@@ -17,6 +17,7 @@ from frontdesk import __version__
 from frontdesk.capabilities.confirmation import PendingActions
 from frontdesk.capabilities.mcp import McpToolSource, parse_target
 from frontdesk.capabilities.policy import SchemaFit, ToolPolicyCatalog
+from frontdesk.capabilities.search import SearchIndex, build_search_index
 from frontdesk.context.budget import BudgetConfig, ContextBudget
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
@@ -40,7 +41,8 @@ from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.ids import ConversationId
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
 from frontdesk.platform.media import build_media_store
-from frontdesk.platform.models.gateway import ModelGateway, parse_model_spec
+from frontdesk.platform.models.gateway import ModelClient, ModelGateway, parse_model_spec
+from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
@@ -79,6 +81,12 @@ class Runtime:
     agent_packs: dict[str, AgentPack]
     schema_fit: SchemaFit
     mcp_sources: list[McpToolSource] = field(default_factory=list)
+    search: SearchIndex | None = None
+    gateway: ModelGateway | None = None
+
+    @property
+    def chat_client(self) -> ModelClient | None:
+        return self.gateway.client("chat") if self.gateway is not None else None
 
     @classmethod
     def build(
@@ -136,9 +144,10 @@ class Runtime:
         )
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
         loader = ContextLoader(db)
-        built_packs = agent_packs(settings, db, clock)  # MCP packs join in ``start``
+        search = build_search_index(settings, db, clock)  # a bad embeddings slot fails here, at start-up
+        built_packs = agent_packs(settings, db, clock, search)  # MCP packs join in ``start``
         budget = BudgetConfig(
-            settings.chat_context_window,
+            settings.chat_context_window or _local_window(settings),
             settings.chat_history_max_tokens,
             settings.chat_response_reserve_tokens,
             settings.chat_tool_result_reserve_tokens,
@@ -223,6 +232,8 @@ class Runtime:
             workflows,
             built_packs,
             schema_fit(budget.for_model(gateway.client("chat").name)),
+            gateway=gateway,
+            search=search,
         )
 
     async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
@@ -231,7 +242,11 @@ class Runtime:
         configured stays unavailable; its tenants' turns fail with a clear error. First, with a
         vault key configured, any channel secret still in plaintext moves into the vault."""
         await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
+        await self.channel_deps.media.check()  # a missing or refused bucket stops start-up, not a media job
         await self.signals.start(self.db)
+        if self.search is not None:  # unchanged documents are neither rewritten nor re-embedded
+            for business_pack in self.packs.values():
+                await business_pack.sync_search(self.search)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})
         for pack in MCP_PACKS.values():
@@ -259,12 +274,14 @@ def pack_media_path(pack: str) -> str:
     return f"/media/packs/{pack}"
 
 
-def agent_packs(settings: Settings, db: Database, clock: Clock) -> dict[str, AgentPack]:
+def agent_packs(
+    settings: Settings, db: Database, clock: Clock, search: SearchIndex | None = None
+) -> dict[str, AgentPack]:
     """Each registered pack as the agent uses it: its tools behind the fail-closed catalog, its
     lexicons as a router."""
     built: dict[str, AgentPack] = {}
     for name, pack in PACKS.items():
-        tools = pack.build_tools(PackDeps(db, clock, public_base_url(settings) + pack_media_path(name)))
+        tools = pack.build_tools(PackDeps(db, clock, public_base_url(settings) + pack_media_path(name), search))
         built[name] = AgentPack(
             name=name,
             catalog=ToolPolicyCatalog(tools, pack.policies, discovery_domains=pack.discovery_domains),
@@ -351,6 +368,12 @@ def transcription_hints(db: Database, loader: ContextLoader, clock: Clock) -> Hi
     return hints
 
 
+def _local_window(settings: Settings) -> int | None:
+    """An embedded chat model's window is the context it is loaded with."""
+    chat = settings.model_chat or ""
+    return settings.local_model_context if chat.startswith("local:") else None
+
+
 def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
     slots = {
         "chat": settings.model_chat,
@@ -358,12 +381,15 @@ def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
         "embeddings": settings.model_embeddings,
         "transcription": settings.model_transcription,
     }
+    local = LocalModelOptions(settings.model_cache_dir, settings.local_model_threads, settings.local_model_context)
     if settings.model_chat:
-        gateway = ModelGateway(slots, timeout_s=settings.model_timeout_s)
-        gateway.client("chat")  # a missing API key or bad model string fails at start-up, not mid-turn
+        gateway = ModelGateway(slots, timeout_s=settings.model_timeout_s, local=local)
+        chat = gateway.client("chat")  # a missing API key or bad model string fails at start-up, not mid-turn
+        if isinstance(chat, LocalModelClient):
+            return gateway, f"Model: {chat.name}, offline on this machine"  # the file's name, not its path
         spec = parse_model_spec(settings.model_chat)
         return gateway, f"Model: {spec.provider}:{spec.model}"  # never the base URL: the page is public
     log.warning("no chat model configured (FRONTDESK_MODEL_CHAT): replies come from the offline demo script")
     slots["chat"] = DEMO_MODEL
     label = "Offline demo model (scripted) — set FRONTDESK_MODEL_CHAT for a real one"
-    return ModelGateway(slots, timeout_s=settings.model_timeout_s), label
+    return ModelGateway(slots, timeout_s=settings.model_timeout_s, local=local), label

@@ -32,7 +32,8 @@ class Settings(BaseSettings):
     # Where re-hosted customer media lives: this machine's ``media_dir`` or an S3-compatible bucket.
     media_store: Literal["local", "s3"] = "local"
     s3_bucket: str | None = None
-    s3_endpoint_url: str | None = None  # unset: AWS; set for MinIO, R2, Ceph...
+    # Unset: AWS; set for MinIO, R2, Ceph... Not in repr: it may carry user:password@.
+    s3_endpoint_url: str | None = Field(default=None, repr=False)
     s3_region: str = "us-east-1"
     s3_access_key_id: str | None = Field(default=None, repr=False)
     s3_secret_access_key: str | None = Field(default=None, repr=False)
@@ -53,6 +54,9 @@ class Settings(BaseSettings):
     model_cache_dir: Path | None = None
     local_model_threads: int | None = Field(default=None, ge=1, le=256)  # unset: the machine's cores
     local_model_context: int = Field(default=8192, ge=2048, le=131072)
+    # With no chat model configured, ``demo`` and ``chat`` use the built-in embedded model when it is
+    # installed (the ``local`` extra); false: the scripted offline demo, which answers at once.
+    demo_local_model: bool = True
 
     # -- jobs
     workers: int = Field(default=8, ge=0, le=64)

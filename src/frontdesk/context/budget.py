@@ -61,6 +61,8 @@ KNOWN_MODELS: tuple[ModelFamily, ...] = (
     # set ``chat_context_window`` to what the server really allows.
     ModelFamily("openai-compatible", "", 16_384, token_margin=1.25),
     ModelFamily("script", "", 128_000),
+    # An embedded model's window is the context it is loaded with (``local_model_context``).
+    ModelFamily("local", "", 8_192, token_margin=1.25),
 )
 UNKNOWN_MODEL = ModelFamily("", "", 32_768, token_margin=1.25)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from frontdesk.packs._pack import Pack
-from frontdesk.packs.printshop.catalog import DATA_DIR, PHOTOS_DIR, business, catalog
+from frontdesk.packs.printshop.catalog import DATA_DIR, PHOTOS_DIR, SEARCH_DOCUMENTS, business, catalog
 from frontdesk.packs.printshop.policies import DISCOVERY_DOMAINS, POLICIES
 from frontdesk.packs.printshop.tools import build_tools
 
@@ -21,6 +21,14 @@ PLAYBOOK = """\
 - Changes to a saved request go through update_follow_up with its follow_up_id.
 - If the customer asks for a person, or the owner's hand-over rules apply, call refer_to_human,
   then tell the customer a person will reply."""
+
+
+def _service_index() -> str:
+    """The catalog's ids and names, so no model guesses an id (a small one otherwise calls
+    get_service_detail("business_card") and gives up). Names only: prices still come from tools."""
+    entries = "; ".join(f"{s.id} = {s.name}" for s in catalog().services)
+    return f"- Service ids (for get_service_detail and get_service_photos): {entries}."
+
 
 FALLBACK_TEXTS = {
     "en": "Thanks for your message! I want to be sure I give you the right answer, "
@@ -52,10 +60,11 @@ PACK = Pack(
     lexicons=_lexicons(),
     item_keywords={s.id: [s.name.lower(), *s.keywords] for s in catalog().services},
     default_policy=json.loads((DATA_DIR / "policy.json").read_text(encoding="utf-8")),
-    playbook=PLAYBOOK,
+    playbook=f"{PLAYBOOK}\n{_service_index()}",
     media_dir=PHOTOS_DIR,
     fallback_texts=FALLBACK_TEXTS,
     voice_failed_texts=VOICE_FAILED_TEXTS,
+    search_documents=SEARCH_DOCUMENTS,
 )
 
 __all__ = ["PACK"]

@@ -1,7 +1,8 @@
 """Model slots and providers. Code never names a vendor model; settings do.
 
 Slot strings: ``openai:<model>``, ``anthropic:<model>``, ``google:<model>``,
-``openai-compatible:<base_url>#<model>``, ``script:<file>``. Provider modules are imported only
+``openai-compatible:<base_url>#<model>``, ``script:<file>``, ``local:<built-in name | path.gguf>``
+(an embedded model on this machine's CPU, ``platform/models/local.py``). Provider modules are imported only
 when a slot uses them (the three vendor SDKs cost ~2.4 s to import). Wire formats come from
 pydantic-ai's direct request API; the loop, budgets and persistence are ours.
 """
@@ -21,9 +22,10 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
 from frontdesk.errors import ConfigError, ModelAPIError
+from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
 
 SLOTS = ("chat", "utility", "embeddings", "transcription")
-PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "script")
+PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "script", "local")
 
 
 @dataclass(frozen=True)
@@ -134,12 +136,15 @@ def build_model(spec: ModelSpec) -> Model:
 class ModelGateway:
     """Resolves a slot name to a client, building each one once, on first use."""
 
-    def __init__(self, slots: Mapping[str, str | None], *, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, slots: Mapping[str, str | None], *, timeout_s: float = 60.0, local: LocalModelOptions | None = None
+    ) -> None:
         unknown = set(slots) - set(SLOTS)
         if unknown:
             raise ConfigError(f"unknown model slots {sorted(unknown)} (slots: {', '.join(SLOTS)})")
         self._specs = {slot: parse_model_spec(v) for slot, v in slots.items() if v}
         self._timeout_s = timeout_s
+        self._local = local or LocalModelOptions()
         self._clients: dict[str, ModelClient] = {}
 
     @classmethod
@@ -158,6 +163,14 @@ class ModelGateway:
         spec = self._specs.get(slot)
         if spec is None:
             raise ConfigError(f"model slot {slot!r} is not configured (set FRONTDESK_MODEL_{slot.upper()})")
-        client = PydanticAIClient(build_model(spec), str(spec), self._timeout_s)
+        client: ModelClient
+        if spec.provider == "local":
+            # One loaded model per file: the chat and utility slots may well name the same one.
+            same = next(
+                (c for c in self._clients.values() if isinstance(c, LocalModelClient) and c.model == spec.model), None
+            )
+            client = same or LocalModelClient(spec.model, self._local, timeout_s=self._timeout_s)
+        else:
+            client = PydanticAIClient(build_model(spec), str(spec), self._timeout_s)
         self._clients[slot] = client
         return client

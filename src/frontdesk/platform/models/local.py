@@ -1,0 +1,177 @@
+"""The ``local:`` provider: a GGUF model run on this machine's CPU through llama.cpp.
+
+Every output is generated under a grammar built from the turn's bundle (``local_prompt``), greedy,
+so a 1.5B model always emits one well-formed call of an offered tool. llama.cpp is imported only
+when a ``local:`` slot is used (the ``local`` extra builds it from source). Inference blocks, so
+it runs in a worker thread, one request at a time per loaded model (a ``Llama`` is not safe to
+share between threads and two runs would only halve each other's speed on the same cores); the
+model's prompt cache then keeps the conversation's common prefix between the calls of a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.usage import RequestUsage
+
+from frontdesk.errors import ConfigError, ModelAPIError
+from frontdesk.platform.models.local_prompt import call_schema, chat_messages, grammar_schema, parse_output
+from frontdesk.platform.models.local_weights import INSTALL_HINT, Progress, resolve_weights
+
+log = logging.getLogger(__name__)
+MAX_OUTPUT_TOKENS = 700  # a reply of three short blocks, with room; a runaway string stops here
+
+
+@dataclass(frozen=True)
+class LocalModelOptions:
+    cache_dir: Path | None = None
+    threads: int | None = None
+    context: int = 8192
+
+
+class LocalModelClient:
+    """A ``ModelClient`` over llama.cpp. ``load`` may be called ahead (the demo does, to show
+    progress); otherwise the first request loads the model."""
+
+    def __init__(self, model: str, options: LocalModelOptions, *, timeout_s: float) -> None:
+        self._model = model
+        self._options = options
+        self._timeout_s = timeout_s
+        self._llama: Any = None
+        self._formatter: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._load_lock = threading.Lock()
+        self._run_lock = asyncio.Lock()
+        self._calls = 0
+
+    @property
+    def name(self) -> str:
+        return f"local:{Path(self._model).name}"  # never the operator's directory layout
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def load(self, progress: Progress | None = None, on_stage: Callable[[str], None] | None = None) -> None:
+        """Find or assemble the weights (verified), then load them; idempotent."""
+        with self._load_lock:
+            if self._llama is not None:
+                return
+            llama_cpp = _import_llama_cpp()
+            path = resolve_weights(self._model, self._options.cache_dir, progress)
+            if on_stage is not None:
+                on_stage(f"loading {path.name} ({path.stat().st_size / 1e9:.1f} GB)")
+            started = time.perf_counter()
+            threads = self._options.threads or os.cpu_count() or 2
+            self._llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self._options.context,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+            )
+            self._formatter = _chat_formatter(llama_cpp, self._llama, path)
+            log.info("local model %s loaded in %.1f s", path.name, time.perf_counter() - started)
+
+    async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
+        chat = chat_messages(messages, params)
+        schema = call_schema(params)
+        self._calls += 1
+        call_id = f"local-{self._calls}"
+        async with self._run_lock:  # queued requests wait here, off the worker threads
+            deadline = time.monotonic() + self._timeout_s
+            output, usage = await asyncio.to_thread(self._complete, chat, schema, deadline)
+        return ModelResponse(
+            parts=[parse_output(output, params, call_id)],
+            usage=RequestUsage(
+                input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
+            ),
+            model_name=self.name,
+        )
+
+    def _complete(
+        self, chat: list[dict[str, str]], schema: dict[str, Any], deadline: float
+    ) -> tuple[str, dict[str, int]]:
+        self.load()
+        llama_cpp = _import_llama_cpp()
+        grammar = self._grammar(schema)
+        formatted = self._formatter(messages=chat)
+        timed_out = False
+
+        def out_of_time(_tokens: Any, _logits: Any) -> bool:
+            nonlocal timed_out
+            timed_out = time.monotonic() > deadline
+            return timed_out
+
+        # The chat API takes no stopping criteria, so the prompt is rendered with the model's own
+        # template here and completed directly: a run past its deadline stops at the next token.
+        criteria = [out_of_time, *(formatted.stopping_criteria or [])]
+        try:
+            completion = self._llama.create_completion(
+                prompt=self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True),
+                stop=formatted.stop,
+                grammar=grammar,
+                temperature=0.0,
+                max_tokens=MAX_OUTPUT_TOKENS,
+                stopping_criteria=llama_cpp.StoppingCriteriaList(criteria),
+            )
+        except (RuntimeError, ValueError) as exc:  # llama.cpp reports a full context this way
+            raise ModelAPIError(f"{self.name}: {exc}") from exc
+        if timed_out:
+            raise ModelAPIError(f"{self.name}: no answer within {self._timeout_s:.0f} s")
+        text = completion["choices"][0]["text"] or ""
+        return text, dict(completion.get("usage") or {})
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        """Grammars by schema (a bundle recurs every turn of its route), each checked by llama.cpp
+        before use: a grammar it cannot parse would otherwise crash the process, not fail a call."""
+        text = json.dumps(grammar_schema(schema), sort_keys=True)
+        key = hashlib.sha256(text.encode()).hexdigest()
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            llama_cpp = _import_llama_cpp()
+            grammar = llama_cpp.LlamaGrammar.from_json_schema(text, verbose=False)
+            probe = llama_cpp.llama_sampler_init_grammar(
+                self._llama._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+            )
+            if not probe:
+                raise ModelAPIError(f"{self.name}: llama.cpp cannot build a grammar for this turn's tools")
+            llama_cpp.llama_sampler_free(probe)
+            if len(self._grammars) >= 64:
+                self._grammars.clear()
+            self._grammars[key] = grammar
+        return grammar
+
+
+def _chat_formatter(llama_cpp: Any, llama: Any, path: Path) -> Any:
+    """The model's own chat template (from the GGUF), as llama-cpp-python would render it."""
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError(f"{path.name} has no chat template: use an instruction-tuned (chat) GGUF model")
+    eos, bos = llama.token_eos(), llama.token_bos()
+    return llama_cpp.llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ConfigError(f"local models need llama.cpp: {INSTALL_HINT} (builds it, ~5 minutes once)") from exc
+    return llama_cpp

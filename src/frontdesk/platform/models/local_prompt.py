@@ -1,0 +1,207 @@
+"""What the embedded model reads and may write: chat messages, and one grammar over the bundle.
+
+A small model does well with a short prompt and no freedom of form. So the tools are listed by
+name, arguments and first sentence (not their full JSON schemas: the grammar enforces those), and
+every output is constrained by one JSON schema, an ``anyOf`` of ``{"tool": <name>, "args": <that
+tool's schema>}`` for exactly the tools the router offered this turn, ``reply`` included. The
+model cannot name a tool that was not offered or emit arguments of the wrong shape; whether what
+it says is true is still the verification gate's business.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.messages import RetryFeedbackPart, RetryPromptPart
+from pydantic_ai.models import ModelRequestParameters
+
+DESCRIPTION_CHARS = 240
+
+FORMAT_RULES = """\
+# How you answer
+Every message you write is ONE JSON object: either a tool call {"tool": "<name>", "args": {...}}
+or the final answer {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "..."}], "claims": []}}.
+1. If the answer needs a fact of the business (a price, a turnaround, a minimum, hours, a photo),
+   your first message calls the tool that returns it. You know no prices yourself.
+2. If the customer asks for a person, complains or wants a refund, call the hand-over tool.
+3. Then call reply, saying only what the tools returned, in the customer's language."""
+
+
+def chat_messages(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[dict[str, str]]:
+    """pydantic-ai messages as chat-template messages; the tool list joins the first system part."""
+    chat: list[dict[str, str]] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            chat.append({"role": "assistant", "content": _response_text(message)})
+            continue
+        assert isinstance(message, ModelRequest)
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                chat.append({"role": "system", "content": part.content})
+            elif isinstance(part, UserPromptPart):
+                chat.append({"role": "user", "content": _user_text(part)})
+            elif isinstance(part, ToolReturnPart):
+                chat.append({"role": "tool", "content": _tool_result_text(part)})
+            elif isinstance(part, RetryPromptPart):
+                chat.append({"role": "tool" if part.tool_name else "user", "content": part.model_response()})
+            elif isinstance(part, RetryFeedbackPart):
+                chat.append({"role": "user", "content": str(part.content)})
+    # The tools and the answer format go in the last system message (the turn's tail), nearest to
+    # what the model answers: a small model follows what it read last, and the static prefix
+    # before it stays identical from turn to turn, so llama.cpp's prompt cache keeps it.
+    last_system = max((i for i, m in enumerate(chat) if m["role"] == "system"), default=None)
+    if last_system is None:
+        chat.insert(0, {"role": "system", "content": tool_section(params)})
+    else:
+        chat[last_system]["content"] += "\n\n" + tool_section(params)
+    return chat
+
+
+def tool_section(params: ModelRequestParameters) -> str:
+    lines = [FORMAT_RULES, "# Tools"]
+    for tool in params.function_tools:
+        lines.append(f"- {tool.name}({_signature(tool)}): {_first_sentences(tool.description or '')}")
+    return "\n".join(lines)
+
+
+def call_schema(params: ModelRequestParameters) -> dict[str, Any]:
+    """One JSON schema for every output this turn allows, ``$defs`` hoisted and namespaced."""
+    options: list[dict[str, Any]] = []
+    defs: dict[str, Any] = {}
+    for index, tool in enumerate(params.function_tools):
+        args = copy.deepcopy(tool.parameters_json_schema) or {"type": "object", "properties": {}}
+        prefix = f"t{index}_"
+        for name, sub in args.pop("$defs", {}).items():
+            defs[prefix + name] = _rename_refs(sub, prefix)
+        options.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": tool.name}, "args": _rename_refs(args, prefix)},
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {"anyOf": options}
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+# Bounds llama.cpp's grammar compiler expands into repeated rules: a schema's ``maxItems: 20`` of
+# claims or ``maxLength: 600`` strings exceed its limits. They are dropped from the grammar only;
+# the arguments are still validated against the full schema after the call, and the output
+# token limit bounds a runaway string.
+_EXPANDING_KEYWORDS = frozenset({"maxLength", "maxItems", "pattern", "format"})
+
+
+def grammar_schema(schema: Any) -> Any:
+    """``schema`` with what the grammar compiler cannot afford removed (see above)."""
+    if isinstance(schema, list):
+        return [grammar_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    constants = [name for name, sub in schema.get("properties", {}).items() if isinstance(sub, dict) and "const" in sub]
+    if constants:  # a tag with a default (``type: "text"``) may be left out of JSON, not of a union's member
+        kept["required"] = sorted({*schema.get("required", ()), *constants})
+    for key, value in schema.items():
+        if key == "required" and constants:
+            continue
+        if key in _EXPANDING_KEYWORDS and not isinstance(value, dict):
+            continue
+        if key in ("minLength", "minItems") and isinstance(value, int) and value > 1:
+            kept[key] = 1
+        elif key in ("properties", "$defs") and isinstance(value, dict):
+            kept[key] = {name: grammar_schema(sub) for name, sub in value.items()}
+        else:
+            kept[key] = grammar_schema(value)
+    return kept
+
+
+def parse_output(text: str, params: ModelRequestParameters, call_id: str) -> ToolCallPart | TextPart:
+    """The model's output as a tool call, or as text when it is not one (cut off by the token
+    limit): the loop then asks again, as it does for any model that answers in prose."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return TextPart(text)
+    offered = {tool.name for tool in params.function_tools}
+    if not isinstance(payload, dict) or payload.get("tool") not in offered or not isinstance(payload.get("args"), dict):
+        return TextPart(text)
+    return ToolCallPart(str(payload["tool"]), payload["args"], tool_call_id=call_id)
+
+
+def _response_text(response: ModelResponse) -> str:
+    """A past response as the model would have written it (one JSON object per call)."""
+    pieces: list[str] = []
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            pieces.append(json.dumps({"tool": part.tool_name, "args": part.args_as_dict()}, ensure_ascii=False))
+        elif isinstance(part, TextPart):
+            pieces.append(part.content)
+    return "\n".join(pieces)
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    pieces = []
+    for item in part.content:
+        if isinstance(item, str):
+            pieces.append(item)
+        elif isinstance(item, BinaryContent) and item.is_image:
+            pieces.append("[the customer sent an image; you cannot see images]")
+        else:
+            pieces.append("[an attachment you cannot read]")
+    return "\n".join(pieces)
+
+
+def _tool_result_text(part: ToolReturnPart) -> str:
+    content = (
+        part.content if isinstance(part.content, str) else json.dumps(part.content, ensure_ascii=False, default=str)
+    )
+    return f"{part.tool_name} result: {content}"
+
+
+def _signature(tool: ToolDefinition) -> str:
+    schema = tool.parameters_json_schema or {}
+    required = set(schema.get("required", ()))
+    return ", ".join(name if name in required else f"{name}?" for name in schema.get("properties", {}))
+
+
+def _first_sentences(description: str) -> str:
+    flat = " ".join(description.split())
+    if len(flat) <= DESCRIPTION_CHARS:
+        return flat
+    cut = flat[:DESCRIPTION_CHARS]
+    end = cut.rfind(". ")
+    return cut[: end + 1] if end > 60 else cut.rstrip() + "…"
+
+
+def _rename_refs(schema: Any, prefix: str) -> Any:
+    if isinstance(schema, list):
+        return [_rename_refs(item, prefix) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    renamed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+            renamed[key] = "#/$defs/" + prefix + value.removeprefix("#/$defs/")
+        else:
+            renamed[key] = _rename_refs(value, prefix)
+    return renamed

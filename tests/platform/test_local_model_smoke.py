@@ -1,0 +1,81 @@
+"""Smoke test through the real embedded model (llama.cpp + the built-in 1.5B weights, the ``local``
+extra the test command installs): three print-shop turns through the whole pipeline.
+
+It checks structure and the gate, never wording: every model output was a well-formed call of an
+offered tool (the grammar's promise), every turn ended with a payload the customer received, and
+what was sent either passed the verification gate or was the business's own hold message. About
+a minute on two cores; the only test that runs a real model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from tests.harness import FAST, message, wait_idle
+
+from frontdesk.demo import seed_demo
+from frontdesk.output.blocks import blocks_adapter
+from frontdesk.packs.printshop import FALLBACK_TEXTS
+from frontdesk.platform.models.local import LocalModelClient
+from frontdesk.platform.models.local_weights import DEFAULT_LOCAL_MODEL
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.migrate import upgrade
+from frontdesk.platform.store.schema import Message, Receipt, TurnTrace
+from frontdesk.runtime import Runtime
+from frontdesk.settings import Settings
+
+MESSAGES = ("Hi there!", "How much do 500 business cards cost?", "Can I talk to a real person please?")
+
+
+@pytest.fixture
+async def local_runtime(tmp_path: Path):
+    settings = Settings(
+        **{**FAST, "workers": 1, "quiet_window_s": 0.05},
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'smoke.db'}",
+        media_dir=tmp_path / "media",
+        model_chat=f"local:{DEFAULT_LOCAL_MODEL}",
+        model_timeout_s=120,
+    )
+    runtime = Runtime.build(settings, db=Database.from_url(settings.database_url))
+    await upgrade(runtime.db)
+    yield runtime
+    await runtime.close()
+
+
+async def test_three_print_shop_turns_through_the_local_model_ship_verified_payloads(local_runtime):
+    runtime = local_runtime
+    client = runtime.chat_client
+    assert isinstance(client, LocalModelClient)
+    accounts = await seed_demo(runtime.db, runtime.clock)
+    runtime.runner.start()
+    for index, text in enumerate(MESSAGES):
+        await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=f"smoke-{index}"))
+        await wait_idle(runtime.db, timeout_s=400)
+    await runtime.runner.stop()
+
+    async with runtime.db.transaction() as session:
+        traces = list(await session.scalars(select(TurnTrace).order_by(TurnTrace.id)))
+        replies = list(await session.scalars(select(Message).where(Message.role == "assistant")))
+        receipts = list(await session.scalars(select(Receipt)))
+
+    assert len(traces) == len(MESSAGES) == len(replies)
+    hold_messages = set(FALLBACK_TEXTS.values())
+    for trace, reply in zip(traces, replies, strict=True):
+        assert trace.model == client.name
+        assert trace.outcome in ("replied", "fallback"), trace.detail
+        offered = set(trace.tools_offered)
+        for call in trace.tool_calls:  # the grammar admits only calls of offered tools, with valid arguments
+            assert call["name"] in offered, call
+            json.loads(call["args"])
+            assert "invalid arguments" not in call.get("error", ""), call
+        assert "prose" not in (trace.detail or "")  # never free text in place of a call
+        blocks = blocks_adapter.validate_json(reply.content)  # what went out is a valid payload
+        assert blocks
+        assert reply.turn_id == trace.id
+        if trace.outcome == "fallback":  # the gate or the loop refused: only the business's own words go out
+            assert len(blocks) == 1
+            assert blocks[0].type == "text"
+            assert blocks[0].text in hold_messages
+    assert {r.status for r in receipts} == {"sent"}

@@ -1,0 +1,130 @@
+"""What the embedded model reads and may write: the turn's tools as a short list, and one grammar
+schema that admits exactly a call of an offered tool with valid arguments, or the reply."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from pydantic_ai import (
+    BinaryContent,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+
+from frontdesk.packs import PackDeps
+from frontdesk.packs.printshop.tools import build_tools
+from frontdesk.platform.models.local_prompt import call_schema, chat_messages, parse_output, tool_section
+from frontdesk.reasoning.terminal import reply_tool_definition
+
+
+def params_for(*names: str) -> ModelRequestParameters:
+    tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
+    return ModelRequestParameters(
+        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition()], allow_text_output=True
+    )
+
+
+PARAMS = params_for("search_services", "get_service_detail", "refer_to_human")
+
+
+def valid(schema: dict, payload: object) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(payload)
+
+
+def test_the_schema_admits_a_call_of_each_offered_tool_and_the_reply():
+    schema = call_schema(PARAMS)
+
+    assert valid(schema, {"tool": "get_service_detail", "args": {"service_id": "flyers"}})
+    assert valid(schema, {"tool": "refer_to_human", "args": {"reason_for_team": "asked for a person"}})
+    assert valid(schema, {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Hello!"}], "claims": []}})
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"tool": "capture_lead", "args": {"name": "Ana", "phone": "555 123 4567"}},  # not offered this turn
+        {"tool": "get_service_detail", "args": {}},  # a required argument missing
+        {"tool": "get_service_detail", "args": {"service_id": "flyers", "discount": 50}},  # an invented one
+        {"tool": "reply", "args": {"blocks": [], "claims": []}},  # an empty reply
+        {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}]}, "extra": 1},
+        "just some prose",
+    ],
+)
+def test_the_schema_refuses_anything_else(payload):
+    assert not valid(call_schema(PARAMS), payload)
+
+
+def test_definitions_of_different_tools_cannot_collide():
+    schema = call_schema(PARAMS)
+    refs = json.dumps(schema)
+
+    assert all(name.startswith("t") and "_" in name for name in schema.get("$defs", {}))
+    for ref in (part.split('"')[0] for part in refs.split('"$ref": "#/$defs/')[1:]):
+        assert ref in schema["$defs"]
+
+
+def test_the_tool_list_is_short_and_names_arguments():
+    section = tool_section(PARAMS)
+
+    assert "- get_service_detail(service_id)" in section
+    assert "- reply(blocks, claims?)" in section
+    assert "capture_lead" not in section
+    assert len(section) < 2000  # names and first sentences, not three JSON schemas
+
+
+def test_messages_become_chat_turns_with_the_tools_in_the_last_system_message():
+    history = [
+        ModelRequest(parts=[SystemPromptPart("You are the print shop's assistant.")]),
+        ModelRequest(
+            parts=[UserPromptPart(["How much are these?", BinaryContent(b"\x89PNG", media_type="image/png")])]
+        ),
+        ModelResponse(parts=[ToolCallPart("search_services", {"query": "cards"}, tool_call_id="c1")]),
+        ModelRequest(
+            parts=[ToolReturnPart("search_services", {"services": [{"id": "business-cards"}]}, tool_call_id="c1")]
+        ),
+        ModelRequest(parts=[SystemPromptPart("Now: Monday 10:00"), UserPromptPart("and flyers?")]),
+    ]
+
+    chat = chat_messages(history, PARAMS)
+
+    assert [m["role"] for m in chat] == ["system", "user", "assistant", "tool", "system", "user"]
+    assert chat[0]["content"] == "You are the print shop's assistant."  # the cached prefix, unchanged
+    assert chat[4]["content"].startswith("Now: Monday 10:00")
+    assert "# Tools" in chat[4]["content"]
+    assert "cannot see images" in chat[1]["content"]
+    assert json.loads(chat[2]["content"]) == {"tool": "search_services", "args": {"query": "cards"}}
+    assert chat[3]["content"].startswith("search_services result: ")
+    assert "business-cards" in chat[3]["content"]
+
+
+def test_an_offered_call_is_parsed_and_anything_else_is_text_the_loop_asks_again_about():
+    call = parse_output('{"tool": "get_service_detail", "args": {"service_id": "flyers"}}', PARAMS, "local-1")
+    cut_off = parse_output('{"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Our fly', PARAMS, "x")
+    not_offered = parse_output('{"tool": "capture_lead", "args": {}}', PARAMS, "x")
+
+    assert isinstance(call, ToolCallPart)
+    assert (call.tool_name, call.args, call.tool_call_id) == ("get_service_detail", {"service_id": "flyers"}, "local-1")
+    assert isinstance(cut_off, TextPart)
+    assert isinstance(not_offered, TextPart)
+
+
+def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_expand():
+    from frontdesk.platform.models.local_prompt import grammar_schema
+
+    schema = grammar_schema(call_schema(PARAMS))
+    text = json.dumps(schema)
+    text_block = next(d for name, d in schema["$defs"].items() if name.endswith("TextBlock"))
+
+    assert "type" in text_block["required"]  # a block without its tag would fail validation after the call
+    assert '"maxLength"' not in text
+    assert '"maxItems"' not in text
+    assert not valid(schema, {"tool": "reply", "args": {"blocks": [{"text": "hi"}], "claims": []}})
+    assert valid(schema, {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}], "claims": []}})
