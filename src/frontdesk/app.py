@@ -27,15 +27,21 @@ from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform import tokens
 from frontdesk.platform.media import KEY_PATTERN
+from frontdesk.platform.observability import Observability, ObservabilityMiddleware, check_readiness
+from frontdesk.platform.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from frontdesk.runtime import Runtime
 
 log = logging.getLogger(__name__)
 _MEDIA_FILE = re.compile(r"[a-z0-9][a-z0-9-]{0,80}\.(?:png|jpe?g|webp)")
 
 
-def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
+def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Observability | None = None) -> FastAPI:
+    """``observability``: metrics and spans of this app (default: from the runtime's settings)."""
+    observability = observability or Observability.from_settings(runtime.settings)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Runs inside ObservabilityMiddleware: the workers started here record on this app's metrics.
         await asyncio.to_thread(tokens.warm)  # not inside the first turn, on the event loop
         await runtime.start()
         if run_workers and runtime.settings.workers > 0:
@@ -44,9 +50,12 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             yield
         finally:
             await runtime.runner.stop()
+            await observability.shutdown()  # after the workers: their last spans are exported too
 
     app = FastAPI(title="frontdesk", version=__version__, lifespan=lifespan)
     app.state.runtime = runtime
+    app.state.observability = observability
+    app.add_middleware(ObservabilityMiddleware, observability=observability)
     for channel in CHANNELS.values():
         if channel.router is not None:
             app.include_router(channel.router(runtime.channel_deps))
@@ -74,10 +83,9 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             raise NotFoundError(f"no media {pack}/{file}")
         return FileResponse(known.media_dir / file, headers={"Cache-Control": "public, max-age=86400"})
 
-    @app.get("/media/m/{prefix}/{name}", tags=["media"], include_in_schema=False)
-    async def stored_media(prefix: str, name: str, exp: int = 0, sig: str = "") -> Response:
-        """Re-hosted customer media, only through a signed, unexpired URL."""
-        key = f"{prefix}/{name}"
+    @app.get("/media/m/{key:path}", tags=["media"], include_in_schema=False)
+    async def stored_media(key: str, exp: int = 0, sig: str = "") -> Response:
+        """Re-hosted customer media (``<tenant>/<xx>/<hash>.<ext>``), only through a signed, unexpired URL."""
         store = runtime.channel_deps.media
         if not KEY_PATTERN.fullmatch(key) or not store.verify(key, exp, sig):
             raise AuthError("this media link is invalid or has expired")
@@ -86,7 +94,23 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
+        """Liveness: the process serves HTTP. Never touches the database."""
         return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"])
+    async def readyz() -> JSONResponse:
+        """Readiness: the database answers and the jobs table is reachable (503 says which not)."""
+        readiness = await check_readiness(runtime.db)
+        return JSONResponse(readiness.as_json(), status_code=200 if readiness.ready else 503)
+
+    metrics = observability.metrics
+    if metrics is not None:
+
+        @app.get("/metrics", tags=["ops"], include_in_schema=False)
+        async def prometheus_metrics() -> Response:
+            """Prometheus text format; the queue depth is read from the database first (bounded)."""
+            await metrics.refresh_queue(runtime.db, now=runtime.clock.now())
+            return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
     _install_error_handlers(app)
     return app

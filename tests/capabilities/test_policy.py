@@ -163,3 +163,18 @@ def test_a_write_that_requires_confirmation_needs_the_confirmed_signal(signals, 
     )
 
     assert offered(catalog, decide("post_capture", {"leads"}, "post_capture", 0.9, signals)) == expected
+
+
+@pytest.mark.parametrize(
+    ("decision", "lookup_first"),
+    [
+        (decide("detail_question", {"catalog"}), True),  # "how much are cards?": a guess is all a reply could be
+        (decide("browse", {"catalog", "business"}), True),
+        (decide("human_request", {"handoff", "catalog", "customer"}), False),  # the hand-off may come first
+        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), False),  # a write is the point
+        (decide("greeting"), False),  # nothing to look up
+        (decide("unknown", confidence=0.3), False),  # unsure: the model may just answer
+    ],
+)
+def test_only_a_question_for_a_fact_asks_for_a_lookup_before_the_reply(printshop, decision, lookup_first):
+    assert printshop.bundle(decision).lookup_first is lookup_first

@@ -25,10 +25,11 @@ from frontdesk.platform.models.local_prompt import call_schema, chat_messages, p
 from frontdesk.reasoning.terminal import reply_tool_definition
 
 
-def params_for(*names: str) -> ModelRequestParameters:
+def params_for(*names: str, lookup_first: bool = False) -> ModelRequestParameters:
     tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
     return ModelRequestParameters(
-        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition()], allow_text_output=True
+        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition(lookup_first=lookup_first)],
+        allow_text_output=True,
     )
 
 
@@ -40,7 +41,7 @@ def valid(schema: dict, payload: object) -> bool:
 
 
 def test_the_schema_admits_a_call_of_each_offered_tool_and_the_reply():
-    schema = call_schema(PARAMS)
+    schema = call_schema(PARAMS.function_tools)
 
     assert valid(schema, {"tool": "get_service_detail", "args": {"service_id": "flyers"}})
     assert valid(schema, {"tool": "refer_to_human", "args": {"reason_for_team": "asked for a person"}})
@@ -59,11 +60,11 @@ def test_the_schema_admits_a_call_of_each_offered_tool_and_the_reply():
     ],
 )
 def test_the_schema_refuses_anything_else(payload):
-    assert not valid(call_schema(PARAMS), payload)
+    assert not valid(call_schema(PARAMS.function_tools), payload)
 
 
 def test_definitions_of_different_tools_cannot_collide():
-    schema = call_schema(PARAMS)
+    schema = call_schema(PARAMS.function_tools)
     refs = json.dumps(schema)
 
     assert all(name.startswith("t") and "_" in name for name in schema.get("$defs", {}))
@@ -72,7 +73,7 @@ def test_definitions_of_different_tools_cannot_collide():
 
 
 def test_the_tool_list_is_short_and_names_arguments():
-    section = tool_section(PARAMS)
+    section = tool_section(PARAMS.function_tools)
 
     assert "- get_service_detail(service_id)" in section
     assert "- reply(blocks, claims?)" in section
@@ -93,7 +94,7 @@ def test_messages_become_chat_turns_with_the_tools_in_the_last_system_message():
         ModelRequest(parts=[SystemPromptPart("Now: Monday 10:00"), UserPromptPart("and flyers?")]),
     ]
 
-    chat = chat_messages(history, PARAMS)
+    chat = chat_messages(history, PARAMS.function_tools)
 
     assert [m["role"] for m in chat] == ["system", "user", "assistant", "tool", "system", "user"]
     assert chat[0]["content"] == "You are the print shop's assistant."  # the cached prefix, unchanged
@@ -106,9 +107,13 @@ def test_messages_become_chat_turns_with_the_tools_in_the_last_system_message():
 
 
 def test_an_offered_call_is_parsed_and_anything_else_is_text_the_loop_asks_again_about():
-    call = parse_output('{"tool": "get_service_detail", "args": {"service_id": "flyers"}}', PARAMS, "local-1")
-    cut_off = parse_output('{"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Our fly', PARAMS, "x")
-    not_offered = parse_output('{"tool": "capture_lead", "args": {}}', PARAMS, "x")
+    call = parse_output(
+        '{"tool": "get_service_detail", "args": {"service_id": "flyers"}}', PARAMS.function_tools, "local-1"
+    )
+    cut_off = parse_output(
+        '{"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Our fly', PARAMS.function_tools, "x"
+    )
+    not_offered = parse_output('{"tool": "capture_lead", "args": {}}', PARAMS.function_tools, "x")
 
     assert isinstance(call, ToolCallPart)
     assert (call.tool_name, call.args, call.tool_call_id) == ("get_service_detail", {"service_id": "flyers"}, "local-1")
@@ -119,7 +124,7 @@ def test_an_offered_call_is_parsed_and_anything_else_is_text_the_loop_asks_again
 def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_expand():
     from frontdesk.platform.models.local_prompt import grammar_schema
 
-    schema = grammar_schema(call_schema(PARAMS))
+    schema = grammar_schema(call_schema(PARAMS.function_tools))
     text = json.dumps(schema)
     text_block = next(d for name, d in schema["$defs"].items() if name.endswith("TextBlock"))
 
@@ -128,3 +133,20 @@ def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_e
     assert '"maxItems"' not in text
     assert not valid(schema, {"tool": "reply", "args": {"blocks": [{"text": "hi"}], "claims": []}})
     assert valid(schema, {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}], "claims": []}})
+
+
+def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
+    from frontdesk.platform.models.local_prompt import allowed_tools
+
+    asking = params_for("search_services", "get_service_detail", lookup_first=True)
+    question = [ModelRequest(parts=[SystemPromptPart("prefix")]), ModelRequest(parts=[UserPromptPart("price?")])]
+    looked_up = [
+        *question,
+        ModelResponse(parts=[ToolCallPart("search_services", {"query": "cards"}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("search_services", {"services": []}, tool_call_id="c1")]),
+    ]
+
+    assert [t.name for t in allowed_tools(question, asking)] == ["search_services", "get_service_detail"]
+    assert [t.name for t in allowed_tools(looked_up, asking)][-1] == "reply"
+    assert [t.name for t in allowed_tools(question, PARAMS)][-1] == "reply"  # not a question for a fact
+    assert [t.name for t in allowed_tools(question, params_for(lookup_first=True))] == ["reply"]  # nothing to look up

@@ -26,6 +26,7 @@ from frontdesk.output.blocks import Block, blocks_adapter
 from frontdesk.output.receipts import FAILED, PARTIAL, SENDING, SENT, finish_receipt
 from frontdesk.output.rendering import DeliveryTarget, PlannedPart, Renderer
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.observability.tracing import DELIVER, Attributes, failed, stage
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, DeliveryPart, Message, Receipt
 
@@ -207,6 +208,22 @@ class Deliverer:
         return await self._send(receipt_id, target, parts, replay=replay)
 
     async def _send(
+        self, receipt_id: int, target: DeliveryTarget, parts: Sequence[tuple[int, PlannedPart]], *, replay: bool
+    ) -> str:
+        attributes: Attributes = {
+            "frontdesk.channel": target.channel,
+            "frontdesk.receipt_id": receipt_id,
+            "frontdesk.parts": len(parts),
+            "frontdesk.replay": replay,
+        }
+        with stage(DELIVER, attributes) as span:
+            status = await self._send_parts(receipt_id, target, parts, replay=replay)
+            span.set_attribute("frontdesk.receipt_status", status)
+            if status != SENT:
+                failed(span, f"delivery {status}")
+            return status
+
+    async def _send_parts(
         self, receipt_id: int, target: DeliveryTarget, parts: Sequence[tuple[int, PlannedPart]], *, replay: bool
     ) -> str:
         """One platform call per part, in order; each outcome is committed before the next call

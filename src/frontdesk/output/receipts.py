@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.platform.observability.instruments import receipt_finished
 from frontdesk.platform.store.schema import DeliveryPart, Receipt
 
 SENDING, SENT, PARTIAL, FAILED = "sending", "sent", "partial", "failed"
@@ -38,6 +39,7 @@ async def finish_receipt(session: AsyncSession, receipt_id: int, now: datetime) 
     else:
         receipt.status = PARTIAL if sent else FAILED
     receipt.finished_at = now
+    receipt_finished(receipt.status)
     return receipt.status
 
 

@@ -34,6 +34,8 @@ from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.media import MediaStore, tenant_prefix
 from frontdesk.platform.models.gateway import ModelGateway
+from frontdesk.platform.observability import stage
+from frontdesk.platform.observability.tracing import CONTEXT, ROUTE
 from frontdesk.platform.store.schema import ClaimRejection
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
@@ -121,7 +123,8 @@ class Agent:
 
     async def generate(self, turn: Turn) -> AgentRun:
         now = self._clock.now()
-        context = await self._loader.load(turn.conversation_id, now)
+        with stage(CONTEXT):
+            context = await self._loader.load(turn.conversation_id, now)
         pack = self.pack(context.pack)
         if turn.batch and all(m.transcript_quality == "failed" for m in turn.batch):
             # Nothing was understood: guessing would be worse than asking (no model call).
@@ -131,26 +134,34 @@ class Agent:
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
         policy = merge_policy(pack.default_policy, context.policy_overrides)
         state = context.ledgers
-        flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
-        decision = pack.router.route(
-            turn.batch_text,
-            RouterState(
-                item_in_context=any(e.evidence.references for e in state.tool),
-                open_follow_up=context.open_follow_up,
-                preferred_language=context.language_so_far,
-                workflow_phase=flow[0] if flow else None,
-                workflow_domains=flow[1] if flow else frozenset(),
-            ),
-        )
-        if any(m.transcript_quality == "uncertain" for m in turn.batch):
-            # Words the transcriber was unsure of are not a basis for saving or changing anything:
-            # this turn gets read-only tools, and the prompt tells the model to confirm them first.
-            decision = dataclasses.replace(
-                decision,
-                confidence=min(decision.confidence, UNCONFIRMED_VOICE_CONFIDENCE),
-                signals=(*decision.signals, "voice_unconfirmed"),
+        with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
+            flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
+            decision = pack.router.route(
+                turn.batch_text,
+                RouterState(
+                    item_in_context=any(e.evidence.references for e in state.tool),
+                    open_follow_up=context.open_follow_up,
+                    preferred_language=context.language_so_far,
+                    workflow_phase=flow[0] if flow else None,
+                    workflow_domains=flow[1] if flow else frozenset(),
+                ),
             )
-        bundle = pack.catalog.bundle(decision)
+            if any(m.transcript_quality == "uncertain" for m in turn.batch):
+                # Words the transcriber was unsure of are not a basis for saving or changing anything:
+                # this turn gets read-only tools, and the prompt tells the model to confirm them first.
+                decision = dataclasses.replace(
+                    decision,
+                    confidence=min(decision.confidence, UNCONFIRMED_VOICE_CONFIDENCE),
+                    signals=(*decision.signals, "voice_unconfirmed"),
+                )
+            bundle = pack.catalog.bundle(decision)
+            route_span.set_attributes(
+                {
+                    "frontdesk.intent": decision.intent,
+                    "frontdesk.confidence": decision.confidence,
+                    "frontdesk.tools_offered": len(bundle.tools),
+                }
+            )
         prefix = static_prefix(turn.business_name, policy, pack.playbook)
         notes = pack.knowledge.select(decision, KNOWLEDGE_TOKEN_CAP) if pack.knowledge is not None else []
         tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names, notes)

@@ -31,12 +31,15 @@ from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance, result_text
 from frontdesk.errors import ModelAPIError
 from frontdesk.output.blocks import Block, text_blocks
+from frontdesk.platform import observability as obs
 from frontdesk.platform.models.gateway import ModelClient
+from frontdesk.platform.observability.tracing import MODEL_REQUEST, TOOL_CALL, VERIFY
 from frontdesk.reasoning.salvage import salvage_reply
 from frontdesk.reasoning.terminal import REPLY_TOOL, TerminalPayload, reply_tool_definition
 from frontdesk.verification import ReplyContent, Verdict, companion_failures, verify
 from frontdesk.verification.claims import Claim
 
+NOT_OFFERED = "(not offered)"  # the metrics/span name of a tool call the bundle did not resolve
 FALLBACK_TEXT = (
     "Thanks for your message! I can't answer that properly right now, "
     "so a member of our team will get back to you shortly."
@@ -91,13 +94,19 @@ async def run_generation(
     state: WorkingState | None = None,
     fallback_text: str = FALLBACK_TEXT,
     results: ResultAllowance | None = None,
+    slot: str = "chat",
 ) -> GenerationResult:
-    """``results``: the turn's tool-result reserve (None: results go to the model as they are)."""
+    """``results``: the turn's tool-result reserve (None: results go to the model as they are).
+    ``slot``: the gateway slot ``model`` came from (a metrics label)."""
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
     run = _Run(bundle, context, state, fallback_text, results)
     params = ModelRequestParameters(
-        function_tools=[*(t.definition() for t in bundle.tools), reply_tool_definition()], allow_text_output=True
+        function_tools=[
+            *(t.definition() for t in bundle.tools),
+            reply_tool_definition(lookup_first=bundle.lookup_first),
+        ],
+        allow_text_output=True,
     )
     history = list(messages)
     prose_hinted = False
@@ -107,11 +116,30 @@ async def run_generation(
     for step in range(1, limits.max_steps + 1):
         run.result.steps = step
         started = time.perf_counter()
-        try:
-            response = await model.request(history, params)
-        except ModelAPIError as exc:
-            return run.fallback(f"model error: {exc.message}")
-        run.result.usage.append(_usage(response, step, time.perf_counter() - started))
+        with obs.stage(
+            MODEL_REQUEST, {"frontdesk.slot": slot, "gen_ai.request.model": model.name, "frontdesk.step": step}
+        ) as span:
+            try:
+                response = await model.request(history, params)
+            except ModelAPIError as exc:
+                obs.model_failed(slot, model.name, time.perf_counter() - started)
+                obs.failed(span, f"model error (status {exc.status})" if exc.status else "model error")
+                return run.fallback(f"model error: {exc.message}")
+            usage = _usage(response, step, time.perf_counter() - started)
+            span.set_attributes(
+                {
+                    "gen_ai.usage.input_tokens": usage["input_tokens"],
+                    "gen_ai.usage.output_tokens": usage["output_tokens"],
+                }
+            )
+        obs.model_called(
+            slot,
+            model.name,
+            usage["ms"] / 1000,
+            input_tokens=usage["input_tokens"],
+            output_tokens=usage["output_tokens"],
+        )
+        run.result.usage.append(usage)
         history.append(response)
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
 
@@ -141,6 +169,7 @@ async def run_generation(
             parsed = _parse_reply(call)
             if isinstance(parsed, TerminalPayload):
                 verdict = verify(reply_content(parsed.blocks), parsed.claims, state)
+                obs.reply_verified(accepted=verdict.accepted)
                 if verdict.accepted:
                     return run.finish(Outcome.REPLIED, list(parsed.blocks), None, parsed.claims)
                 run.reject(list(parsed.blocks), parsed.claims, verdict)
@@ -174,9 +203,22 @@ class _Run:
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
 
     async def tool(self, call: ToolCallPart) -> ToolReturnPart:
+        tool = self.bundle.resolve(call.tool_name)
+        # The span names only a tool the catalog knows: a name the model made up is not an attribute.
+        with obs.stage(TOOL_CALL, {"gen_ai.tool.name": tool.name if tool else NOT_OFFERED}) as span:
+            returned = await self._tool(call, tool)
+            record = self.result.tool_calls[-1]
+            # "ms" is set once the handler ran: a failure before that is a refusal (not offered, bad arguments).
+            result: obs.ToolOutcome = "ok" if record["ok"] else ("error" if "ms" in record else "refused")
+            span.set_attribute("frontdesk.tool_result", result)
+            if result != "ok":
+                obs.failed(span, f"tool {result}")
+            obs.tool_called(tool.name if tool else NOT_OFFERED, result)
+            return returned
+
+    async def _tool(self, call: ToolCallPart, tool: Tool | None) -> ToolReturnPart:
         record: dict[str, Any] = {"name": call.tool_name, "args": _raw_args(call)[:2000], "ok": False}
         self.result.tool_calls.append(record)
-        tool = self.bundle.resolve(call.tool_name)
         if tool is None:
             record["error"] = "not offered this turn"
             available = ", ".join([*self.bundle.tool_names, REPLY_TOOL])
@@ -215,6 +257,8 @@ class _Run:
         return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id)
 
     def reject(self, blocks: list[Block], claims: Sequence[Claim], verdict: Verdict) -> None:
+        for failure in verdict.failures:
+            obs.claim_rejected(failure.rule, kind="claim" if failure.claim is not None else "companion")
         self.result.rejections.append(
             {
                 "attempt": len(self.result.rejections) + 1,
@@ -225,7 +269,10 @@ class _Run:
         )
 
     def salvaged(self, blocks: list[Block], detail: str) -> GenerationResult:
-        failures = companion_failures(reply_content(blocks), self.state)
+        with obs.stage(VERIFY, {"frontdesk.salvaged": True}) as span:
+            failures = companion_failures(reply_content(blocks), self.state)
+            span.set_attributes({"frontdesk.accepted": not failures, "frontdesk.failures": len(failures)})
+        obs.reply_verified(accepted=not failures)
         if failures:
             self.reject(blocks, [], Verdict(tuple(failures)))
             return self.fallback(f"{detail}, but it failed verification: {_reasons(Verdict(tuple(failures)))}")

@@ -9,9 +9,11 @@ from pydantic_ai import ToolDefinition
 
 from frontdesk.capabilities.tools import compact_schema
 from frontdesk.output.blocks import MAX_BLOCKS, Block
+from frontdesk.platform.models.contract import LOOKUP_FIRST, REPLY_TOOL
 from frontdesk.verification.claims import Claim
 
-REPLY_TOOL = "reply"
+__all__ = ["REPLY_TOOL", "TerminalPayload", "reply_tool_definition"]
+
 MAX_CLAIMS = 20
 
 
@@ -27,7 +29,8 @@ class TerminalPayload(BaseModel):
 _SCHEMA = compact_schema(TerminalPayload.model_json_schema())
 
 
-def reply_tool_definition() -> ToolDefinition:
+def reply_tool_definition(*, lookup_first: bool = False) -> ToolDefinition:
+    """``lookup_first``: the bundle's ``lookup_first``, told to clients that can enforce it."""
     return ToolDefinition(
         name=REPLY_TOOL,
         description=(
@@ -35,4 +38,5 @@ def reply_tool_definition() -> ToolDefinition:
             "evidence-bearing assertion the blocks make (prices, services, photos, actions done)."
         ),
         parameters_json_schema=copy.deepcopy(_SCHEMA),
+        metadata={LOOKUP_FIRST: True} if lookup_first else None,
     )

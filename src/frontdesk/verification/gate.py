@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.context.ledgers import WorkingState
+from frontdesk.platform.observability.tracing import VERIFY, stage
 from frontdesk.verification.assertions import asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
@@ -73,8 +74,16 @@ class Verdict:
 
 
 def verify(reply: ReplyContent, claims: Sequence[Claim], state: WorkingState) -> Verdict:
-    failures = [f for claim in claims if (f := _check_claim(claim, state)) is not None]
-    failures.extend(companion_failures(reply, state, claims))
+    with stage(VERIFY, {"frontdesk.claims": len(claims)}) as span:
+        failures = [f for claim in claims if (f := _check_claim(claim, state)) is not None]
+        failures.extend(companion_failures(reply, state, claims))
+        span.set_attributes(
+            {
+                "frontdesk.accepted": not failures,
+                "frontdesk.failures": len(failures),
+                "frontdesk.failed_rules": sorted({f.rule for f in failures}),  # rule names, never reply text
+            }
+        )
     return Verdict(tuple(failures))
 
 

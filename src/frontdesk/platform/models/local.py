@@ -27,7 +27,13 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 
 from frontdesk.errors import ConfigError, ModelAPIError
-from frontdesk.platform.models.local_prompt import call_schema, chat_messages, grammar_schema, parse_output
+from frontdesk.platform.models.local_prompt import (
+    allowed_tools,
+    call_schema,
+    chat_messages,
+    grammar_schema,
+    parse_output,
+)
 from frontdesk.platform.models.local_weights import INSTALL_HINT, Progress, resolve_weights
 
 log = logging.getLogger(__name__)
@@ -86,15 +92,16 @@ class LocalModelClient:
             log.info("local model %s loaded in %.1f s", path.name, time.perf_counter() - started)
 
     async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
-        chat = chat_messages(messages, params)
-        schema = call_schema(params)
+        tools = allowed_tools(messages, params)
+        chat = chat_messages(messages, tools)
+        schema = call_schema(tools)
         self._calls += 1
         call_id = f"local-{self._calls}"
         async with self._run_lock:  # queued requests wait here, off the worker threads
             deadline = time.monotonic() + self._timeout_s
             output, usage = await asyncio.to_thread(self._complete, chat, schema, deadline)
         return ModelResponse(
-            parts=[parse_output(output, params, call_id)],
+            parts=[parse_output(output, tools, call_id)],
             usage=RequestUsage(
                 input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
             ),

@@ -30,6 +30,8 @@ from pydantic_ai import (
 from pydantic_ai.messages import RetryFeedbackPart, RetryPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
+from frontdesk.platform.models.contract import LOOKUP_FIRST, REPLY_TOOL
+
 DESCRIPTION_CHARS = 240
 
 FORMAT_RULES = """\
@@ -42,7 +44,7 @@ or the final answer {"tool": "reply", "args": {"blocks": [{"type": "text", "text
 3. Then call reply, saying only what the tools returned, in the customer's language."""
 
 
-def chat_messages(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[dict[str, str]]:
+def chat_messages(messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]) -> list[dict[str, str]]:
     """pydantic-ai messages as chat-template messages; the tool list joins the first system part."""
     chat: list[dict[str, str]] = []
     for message in messages:
@@ -66,24 +68,46 @@ def chat_messages(messages: Sequence[ModelMessage], params: ModelRequestParamete
     # before it stays identical from turn to turn, so llama.cpp's prompt cache keeps it.
     last_system = max((i for i, m in enumerate(chat) if m["role"] == "system"), default=None)
     if last_system is None:
-        chat.insert(0, {"role": "system", "content": tool_section(params)})
+        chat.insert(0, {"role": "system", "content": tool_section(tools)})
     else:
-        chat[last_system]["content"] += "\n\n" + tool_section(params)
+        chat[last_system]["content"] += "\n\n" + tool_section(tools)
     return chat
 
 
-def tool_section(params: ModelRequestParameters) -> str:
+def tool_section(tools: Sequence[ToolDefinition]) -> str:
     lines = [FORMAT_RULES, "# Tools"]
-    for tool in params.function_tools:
+    for tool in tools:
         lines.append(f"- {tool.name}({_signature(tool)}): {_first_sentences(tool.description or '')}")
     return "\n".join(lines)
 
 
-def call_schema(params: ModelRequestParameters) -> dict[str, Any]:
-    """One JSON schema for every output this turn allows, ``$defs`` hoisted and namespaced."""
+def allowed_tools(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[ToolDefinition]:
+    """The tools this step may call: all offered ones, except that a turn asking for a fact of the
+    business (``reply`` marked ``lookup_first`` by the loop) must start with a lookup. A small
+    model otherwise answers "500 cards cost $10" from nowhere; the gate would refuse it, but a
+    refused guess is a wasted step and, twice, the hold message."""
+    tools = list(params.function_tools)
+    reply = next((t for t in tools if t.name == REPLY_TOOL), None)
+    if reply is None or not (reply.metadata or {}).get(LOOKUP_FIRST) or len(tools) == 1:
+        return tools
+    if any(isinstance(m, ModelResponse) for m in messages[_last_customer_request(messages) :]):
+        return tools  # the turn has taken a step already
+    return [t for t in tools if t.name != REPLY_TOOL]
+
+
+def _last_customer_request(messages: Sequence[ModelMessage]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
+            return index
+    return 0
+
+
+def call_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
+    """One JSON schema for every output ``tools`` allow, ``$defs`` hoisted and namespaced."""
     options: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
-    for index, tool in enumerate(params.function_tools):
+    for index, tool in enumerate(tools):
         args = copy.deepcopy(tool.parameters_json_schema) or {"type": "object", "properties": {}}
         prefix = f"t{index}_"
         for name, sub in args.pop("$defs", {}).items():
@@ -133,14 +157,14 @@ def grammar_schema(schema: Any) -> Any:
     return kept
 
 
-def parse_output(text: str, params: ModelRequestParameters, call_id: str) -> ToolCallPart | TextPart:
+def parse_output(text: str, tools: Sequence[ToolDefinition], call_id: str) -> ToolCallPart | TextPart:
     """The model's output as a tool call, or as text when it is not one (cut off by the token
     limit): the loop then asks again, as it does for any model that answers in prose."""
     try:
         payload = json.loads(text)
     except ValueError:
         return TextPart(text)
-    offered = {tool.name for tool in params.function_tools}
+    offered = {tool.name for tool in tools}
     if not isinstance(payload, dict) or payload.get("tool") not in offered or not isinstance(payload.get("args"), dict):
         return TextPart(text)
     return ToolCallPart(str(payload["tool"]), payload["args"], tool_call_id=call_id)
