@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -84,6 +85,7 @@ async def run(args: argparse.Namespace) -> int:
             poll_interval_s=0.05,
             workers=1,
             model_timeout_s=args.timeout,
+            local_model_threads=args.threads,
         )
         runtime = Runtime.build(settings)
         client = runtime.chat_client
@@ -133,7 +135,10 @@ async def run(args: argparse.Namespace) -> int:
     for r in rows:
         outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
     print()
-    print(f"model: {args.model} (load {load_s:.1f} s)")
+    print(
+        f"model: {args.model} (load {load_s:.1f} s, threads {args.threads or 'all'}, load average at the end "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
     print(f"turns: {len(rows)}")
     print(f"seconds per turn: mean {statistics.fmean(seconds):.1f}, p95 {p95(seconds):.1f}, max {max(seconds):.1f}")
     print(f"sensible first action: {sensible}/{len(rows)} ({sensible / len(rows):.0%})")
@@ -149,6 +154,7 @@ def main() -> int:
         "--model", default=f"local:{DEFAULT_LOCAL_MODEL}", help="chat slot (default: the built-in model)"
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N messages")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: every core)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per model call (default 120)")
     args = parser.parse_args()
     if not args.model.startswith("local:"):

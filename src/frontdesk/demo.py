@@ -75,4 +75,10 @@ def load_with_progress(client: LocalModelClient, console: Console) -> None:
 
         started = time.perf_counter()
         client.load(joined, stage)
-        progress.update(task, description=f"offline model ready in {time.perf_counter() - started:.1f} s")
+        done = progress.tasks[0].total or 1  # already joined and verified: nothing was counted
+        progress.update(
+            task,
+            total=done,
+            completed=done,
+            description=f"offline model ready in {time.perf_counter() - started:.1f} s",
+        )

