@@ -20,10 +20,17 @@ Exits non-zero if any check fails.
 
 Modes:
 * self-hosted (no ``--url``): starts ``frontdesk demo`` as a subprocess on a free loopback port,
-  on a temp SQLite database (or ``--database-url``), which migrates and seeds the demo business;
+  on a temp SQLite database (or ``--database``), which migrates and seeds the demo business;
   the chat model is a script file replying "ok" after ``--model-delay-ms`` (default 200), the
   quiet window is ``--quiet-window`` (default 1.5 s). The server is terminated at the end.
-* existing server: ``--url http://127.0.0.1:PORT --database-url URL --account ACCOUNT_ID``.
+* many instances (``--instances N``, self-hosted): migrates ``--database`` with ``frontdesk db
+  upgrade``, seeds the demo business, then starts N ``frontdesk serve`` processes on it in parallel.
+  Message k of session i goes to instance (i + k) mod N, so every burst is spread over the
+  instances, and session i's stream is held by instance i mod N. N > 1 needs PostgreSQL.
+* existing server: ``--url http://127.0.0.1:PORT --database URL --account ACCOUNT_ID``.
+
+``--database`` (alias ``--database-url``) takes a SQLAlchemy URL; a plain ``postgresql://`` URL
+is read as ``postgresql+asyncpg://``.
 
 Only 127.0.0.1 is contacted; every request loop is bounded in count and time.
 
@@ -31,6 +38,7 @@ Run:
     .venv/bin/python bench/burst.py
     .venv/bin/python bench/burst.py --sessions 20 --messages 5 \
         --database-url postgresql+asyncpg://postgres@127.0.0.1:5432/frontdesk_burst
+    .venv/bin/python bench/burst.py --instances 3 --database postgresql://postgres@127.0.0.1:5432/frontdesk_burst
     .venv/bin/python bench/burst.py --url http://127.0.0.1:8000 \
         --database-url sqlite+aiosqlite:///./frontdesk.db --account demo-webchat
 """
@@ -58,11 +66,11 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from frontdesk.demo import DEMO_WEBCHAT
+from frontdesk.demo import DEMO_WEBCHAT, seed_demo
 from frontdesk.platform.store.schema import Contact, Conversation, Job, Message, TurnTrace
 
 LOOPBACK = "127.0.0.1"
-HEALTH_TIMEOUT_S = 60.0
+HEALTH_TIMEOUT_S = 120.0  # several servers importing at once on a small machine
 SETTLE_S = 0.5
 
 
@@ -114,10 +122,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextlib.asynccontextmanager
-async def own_server(args: argparse.Namespace, tmp: Path) -> AsyncIterator[str]:
-    """``frontdesk demo`` in a subprocess (it migrates and seeds); yields its base URL."""
-    port = args.port or free_port()
+def server_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
     script = tmp / "bench-script.json"
     script.write_text(
         json.dumps({"name": "bench", "default": [{"reply": "ok", "delay_ms": args.model_delay_ms}]}), encoding="utf-8"
@@ -132,22 +137,77 @@ async def own_server(args: argparse.Namespace, tmp: Path) -> AsyncIterator[str]:
     )
     if args.workers is not None:
         env["FRONTDESK_WORKERS"] = str(args.workers)
-    log_path = tmp / "server.log"
-    command = [sys.executable, "-c", "from frontdesk.cli import main; main()", "demo"]
-    command += ["--host", LOOPBACK, "--port", str(port)]
-    base = f"http://{LOOPBACK}:{port}"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            *command, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL
-        )
+    return env
+
+
+async def run_cli(env: dict[str, str], *cli_args: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from frontdesk.cli import main; main()",
+        *cli_args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), HEALTH_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise SystemExit(f"frontdesk {' '.join(cli_args)} failed:\n{out.decode(errors='replace')[-3000:]}")
+
+
+async def seed(database_url: str) -> None:
+    from frontdesk.platform.clock import SystemClock
+    from frontdesk.platform.store.engine import Database
+
+    db = Database.from_url(database_url, pool_size=1)
     try:
-        await wait_healthy(base, proc, log_path)
-        yield base
+        await seed_demo(db, SystemClock())
     finally:
-        await stop_process(proc)
+        await db.dispose()
+
+
+@contextlib.asynccontextmanager
+async def own_servers(args: argparse.Namespace, tmp: Path) -> AsyncIterator[list[str]]:
+    """Without ``--instances``: ``frontdesk demo`` (it migrates and seeds). With it: ``db upgrade``,
+    the demo business seeded, then N ``frontdesk serve`` started in parallel. Yields base URLs."""
+    env = server_env(args, tmp)
+    if args.instances is None:
+        command, count = "demo", 1
+    else:
+        await run_cli(env, "db", "upgrade")
+        await seed(args.database_url)
+        command, count = "serve", args.instances
+    ports = [args.port] if args.port and count == 1 else [free_port() for _ in range(count)]
+    procs: list[tuple[asyncio.subprocess.Process, Path]] = []
+    try:
+        for n, port in enumerate(ports):
+            log_path = tmp / f"server{n}.log"
+            with log_path.open("wb") as log:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-c",
+                    "from frontdesk.cli import main; main()",
+                    command,
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(port),
+                    env=env,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                    stdin=asyncio.subprocess.DEVNULL,
+                )
+            procs.append((proc, log_path))
+        bases = [f"http://{LOOPBACK}:{port}" for port in ports]
+        await asyncio.gather(*(wait_healthy(base, proc, log) for base, (proc, log) in zip(bases, procs, strict=True)))
+        yield bases
+    finally:
+        await asyncio.gather(*(stop_process(proc) for proc, _ in procs))
         if args.server_log:
-            text = await asyncio.to_thread(log_path.read_text, errors="replace")
-            print(f"--- server log ({log_path}) ---\n{text}", file=sys.stderr)
+            for _, log_path in procs:
+                text = await asyncio.to_thread(log_path.read_text, errors="replace")
+                print(f"--- server log ({log_path}) ---\n{text}", file=sys.stderr)
 
 
 async def wait_healthy(base: str, proc: asyncio.subprocess.Process | None, log_path: Path | None) -> None:
@@ -261,12 +321,12 @@ async def wait_idle(engine: AsyncEngine, conversations: list[str], timeout_s: fl
 
 
 async def watch_stream(
-    client: httpx2.AsyncClient, account: str, result: SessionResult, opened: asyncio.Event, deadline: float
+    client: httpx2.AsyncClient, base: str, account: str, result: SessionResult, opened: asyncio.Event, deadline: float
 ) -> None:
     """First assistant block on the session's SSE stream; on a stream failure, poll the transcript."""
     try:
         async with client.stream(
-            "GET", f"/v1/webchat/{account}/stream", params={"session": result.session}
+            "GET", f"{base}/v1/webchat/{account}/stream", params={"session": result.session}
         ) as response:
             response.raise_for_status()
             event = ""
@@ -290,7 +350,7 @@ async def watch_stream(
         opened.set()
     while result.reply_at is None and time.perf_counter() < deadline:  # fallback: transcript polling
         with contextlib.suppress(httpx2.HTTPError):
-            response = await client.get(f"/v1/webchat/{account}/messages", params={"session": result.session})
+            response = await client.get(f"{base}/v1/webchat/{account}/messages", params={"session": result.session})
             if response.status_code == 200 and any(m["role"] == "assistant" for m in response.json()["messages"]):
                 result.reply_at = time.perf_counter()
                 result.reply_via = "transcript"
@@ -298,10 +358,12 @@ async def watch_stream(
         await asyncio.sleep(0.2)
 
 
-async def post(client: httpx2.AsyncClient, account: str, body: dict[str, str]) -> tuple[int, float, dict[str, Any]]:
+async def post(
+    client: httpx2.AsyncClient, base: str, account: str, body: dict[str, str]
+) -> tuple[int, float, dict[str, Any]]:
     started = time.perf_counter()
     try:
-        response = await client.post(f"/v1/webchat/{account}/messages", json=body)
+        response = await client.post(f"{base}/v1/webchat/{account}/messages", json=body)
     except httpx2.HTTPError as exc:
         return -1, (time.perf_counter() - started) * 1000, {"error": f"{type(exc).__name__}: {exc}"}
     elapsed = (time.perf_counter() - started) * 1000
@@ -312,8 +374,18 @@ async def post(client: httpx2.AsyncClient, account: str, body: dict[str, str]) -
     return response.status_code, elapsed, data
 
 
+def target(bases: list[str], session_index: int, k: int) -> str:
+    """Message k of session i goes to instance (i + k) mod N: every burst is spread over them."""
+    return bases[(session_index + k) % len(bases)]
+
+
 async def burst_session(
-    client: httpx2.AsyncClient, account: str, result: SessionResult, args: argparse.Namespace
+    client: httpx2.AsyncClient,
+    bases: list[str],
+    index: int,
+    account: str,
+    result: SessionResult,
+    args: argparse.Namespace,
 ) -> None:
     tasks = []
     for k in range(args.messages):
@@ -321,14 +393,24 @@ async def burst_session(
             await asyncio.sleep(args.gap_ms / 1000)
         if k == args.messages - 1:
             result.last_sent = time.perf_counter()
-        tasks.append(asyncio.create_task(post(client, account, msg_body(result.session, k))))
+        tasks.append(asyncio.create_task(post(client, target(bases, index, k), account, msg_body(result.session, k))))
     for status, elapsed, _data in await asyncio.gather(*tasks):
         result.ack_statuses.append(status)
         result.acks_ms.append(elapsed)
     result.last_acked = time.perf_counter()
 
 
-async def run_bench(base: str, args: argparse.Namespace) -> int:
+async def warm_up(client: httpx2.AsyncClient, bases: list[str], account: str, engine: AsyncEngine, run: str) -> None:
+    """One message per instance, answered before the burst: a fresh process's first request opens
+    its database connections and compiles its queries, which would otherwise land in the burst."""
+    sessions = [f"warmup-{run}-{n}" for n in range(len(bases))]
+    for base, session in zip(bases, sessions, strict=True):
+        await post(client, base, account, {"session": session, "id": "w", "text": "warm-up"})
+    conversations = list((await conversation_ids(engine, account, sessions)).values())
+    await wait_idle(engine, conversations, 60)
+
+
+async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
     account = args.account
     run = secrets.token_hex(3)
     results = [SessionResult(f"burst-{run}-{i}") for i in range(args.sessions)]
@@ -342,33 +424,36 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     failures: list[str] = []
     try:
         async with (
-            httpx2.AsyncClient(base_url=base, trust_env=False, timeout=30.0, limits=limits) as client,
+            httpx2.AsyncClient(trust_env=False, timeout=30.0, limits=limits) as client,
             httpx2.AsyncClient(
-                base_url=base,
                 trust_env=False,
                 timeout=httpx2.Timeout(30.0, read=args.timeout),
                 limits=httpx2.Limits(max_connections=args.sessions + 5),
             ) as streams,
         ):
-            account_check = await client.get(f"/v1/webchat/{account}/messages", params={"session": "bench-probe"})
+            account_check = await client.get(
+                f"{bases[0]}/v1/webchat/{account}/messages", params={"session": "bench-probe"}
+            )
             if account_check.status_code != 200:
                 raise SystemExit(
                     f"web chat account {account!r}: HTTP {account_check.status_code} {account_check.text[:200]}"
                 )
+            if len(bases) > 1:
+                await warm_up(client, bases, account, engine, run)
 
             # 1. one SSE stream per session, open before the burst
             reply_deadline = time.perf_counter() + args.timeout + 30
             opened = [asyncio.Event() for _ in results]
             watchers = [
-                asyncio.create_task(watch_stream(streams, account, r, o, reply_deadline))
-                for r, o in zip(results, opened, strict=True)
+                asyncio.create_task(watch_stream(streams, bases[i % len(bases)], account, r, o, reply_deadline))
+                for i, (r, o) in enumerate(zip(results, opened, strict=True))
             ]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*(o.wait() for o in opened)), 10)
 
             # 2. the burst: every session at once, each K messages GAP ms apart
             burst_started = time.perf_counter()
-            await asyncio.gather(*(burst_session(client, account, r, args) for r in results))
+            await asyncio.gather(*(burst_session(client, bases, i, account, r, args) for i, r in enumerate(results)))
             burst_s = time.perf_counter() - burst_started
 
             # 3. every session's first reply (bounded)
@@ -397,9 +482,13 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
                 r.user_messages = before["user"].get(cid, 0)
 
             # 5. idempotent redelivery of every message (fresh connections)
-            async with httpx2.AsyncClient(base_url=base, trust_env=False, timeout=30.0, limits=limits) as again:
+            async with httpx2.AsyncClient(trust_env=False, timeout=30.0, limits=limits) as again:
                 redelivered = await asyncio.gather(
-                    *(post(again, account, msg_body(r.session, k)) for r in results for k in range(args.messages))
+                    *(
+                        post(again, target(bases, (i + 1) % len(bases), k), account, msg_body(r.session, k))
+                        for i, r in enumerate(results)
+                        for k in range(args.messages)
+                    )
                 )
             await asyncio.sleep(args.quiet_window + args.model_delay_ms / 1000 + 0.5)  # time for any stray turn
             idle_after, _, _ = await wait_idle(engine, conversations, args.timeout)
@@ -427,8 +516,10 @@ async def run_bench(base: str, args: argparse.Namespace) -> int:
     else:
         setup = f"quiet window assumed {args.quiet_window:g} s (--quiet-window), model: the server's"
     print(f"burst: {args.sessions} sessions x {args.messages} messages, gap {args.gap_ms:g} ms, {setup}")
+    servers = bases[0] if len(bases) == 1 else f"{len(bases)} instances ({', '.join(bases)})"
     print(
-        f"  server: {base} ({args.mode}), database: {make_url(args.database_url).get_backend_name()}, account {account}"
+        f"  server: {servers} ({args.mode}), database: {make_url(args.database_url).get_backend_name()}, "
+        f"account {account}"
     )
     print(f"  posted {len(statuses)} messages in {burst_s * 1000:.0f} ms; 202: {statuses.count(202)}/{total_messages}")
     if acks:
@@ -500,16 +591,24 @@ def _check_loopback_url(parser: argparse.ArgumentParser, url: str) -> None:
         parser.error(f"--url must be http://{LOOPBACK}:PORT (only loopback is contacted), got {url!r}")
 
 
+def async_database_url(url: str) -> str:
+    """``postgresql://`` (what psql and pg_dump take) means the async driver frontdesk uses."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+asyncpg://" + url[len(plain) :]
+    return url
+
+
 def _check_database_url(parser: argparse.ArgumentParser, url: str) -> None:
     try:
         parsed = make_url(url)
     except Exception:
-        parser.error(f"--database-url is not a database URL: {url!r}")
+        parser.error(f"--database is not a database URL: {url!r}")
     backend = parsed.get_backend_name()
     if backend == "postgresql" and parsed.host not in (None, "", LOOPBACK, "localhost"):
-        parser.error(f"--database-url must point at {LOOPBACK} (only loopback is contacted)")
+        parser.error(f"--database must point at {LOOPBACK} (only loopback is contacted)")
     if backend not in ("sqlite", "postgresql"):
-        parser.error("--database-url must be sqlite+aiosqlite:// or postgresql+asyncpg://")
+        parser.error("--database must be sqlite+aiosqlite:// or postgresql[+asyncpg]://")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -522,7 +621,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60.0, help="bound on each wait, seconds (default 60)")
     parser.add_argument("--url", help=f"an already running server: http://{LOOPBACK}:PORT")
     parser.add_argument(
-        "--database-url", help="the server's database (required with --url; self-hosted default: temp SQLite)"
+        "--database",
+        "--database-url",
+        dest="database_url",
+        help="the servers' database (required with --url and with --instances > 1; self-hosted default: temp SQLite); "
+        "postgresql:// means postgresql+asyncpg://",
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        help="self-hosted: start this many `frontdesk serve` processes on --database (migrated and seeded first) "
+        "and spread every burst over them",
     )
     parser.add_argument(
         "--account", help=f"web chat channel account id (required with --url; self-hosted: {DEMO_WEBCHAT})"
@@ -544,9 +653,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.messages < 1 or args.gap_ms < 0 or args.timeout <= 0:
         parser.error("--sessions and --messages must be >= 1, --gap-ms >= 0, --timeout > 0")
+    if args.database_url:
+        args.database_url = async_database_url(args.database_url)
+    if args.instances is not None:
+        if args.url:
+            parser.error("--instances starts its own servers; it cannot be combined with --url")
+        if args.instances < 1:
+            parser.error("--instances must be >= 1")
+        if args.instances > 1 and not (
+            args.database_url and make_url(args.database_url).get_backend_name() == "postgresql"
+        ):
+            parser.error("--instances > 1 needs a PostgreSQL --database (instances share it)")
     if args.url:
         if not (args.database_url and args.account):
-            parser.error("--url needs --database-url and --account")
+            parser.error("--url needs --database and --account")
         _check_loopback_url(parser, args.url)
         args.mode = "existing"
     else:
@@ -566,12 +686,12 @@ async def main_async(args: argparse.Namespace) -> int:
     if args.url:
         base = args.url.rstrip("/")
         await wait_healthy(base, None, None)
-        return await run_bench(base, args)
+        return await run_bench([base], args)
     with tempfile.TemporaryDirectory(prefix="frontdesk-burst-") as tmp_name:
         tmp = Path(tmp_name)
         args.database_url = args.database_url or f"sqlite+aiosqlite:///{tmp / 'burst.db'}"
-        async with own_server(args, tmp) as base:
-            return await run_bench(base, args)
+        async with own_servers(args, tmp) as bases:
+            return await run_bench(bases, args)
 
 
 def main() -> None:

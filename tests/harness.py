@@ -24,6 +24,7 @@ FAST = {
     "poll_interval_s": 0.05,
     "sweeper_interval_s": 3600.0,  # tests run sweeps explicitly
     "workers": 2,
+    "shutdown_grace_s": 2.0,  # a test that stops its runner mid-job does not wait the default 20 s
 }
 
 

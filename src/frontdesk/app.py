@@ -50,6 +50,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
             yield
         finally:
             await runtime.runner.stop()
+            await runtime.signals.close()  # the LISTEN connection, on PostgreSQL
             await observability.shutdown()  # after the workers: their last spans are exported too
 
     app = FastAPI(title="frontdesk", version=__version__, lifespan=lifespan)

@@ -8,19 +8,22 @@ import logging
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import uvicorn
 from pydantic import ValidationError
+from rich.console import Console
 
 from frontdesk.cli_operators import operators_app
 from frontdesk.cli_vault import vault_app
-from frontdesk.demo import seed_demo
+from frontdesk.demo import load_with_progress, offline_chat_model, seed_demo
 from frontdesk.errors import ConfigError, FrontdeskError
 from frontdesk.output.transcript import read_transcript
+from frontdesk.platform.models.local import LocalModelClient
+from frontdesk.platform.observability import configure_logging
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import current_revision, upgrade
 from frontdesk.runtime import Runtime
@@ -50,6 +53,21 @@ def _settings(**overrides: object) -> Settings:
         raise ConfigError(f"invalid settings: {problems}") from exc
 
 
+def _demo_settings(**overrides: object) -> Settings:
+    """Settings for the demo and the terminal chat: with no chat model configured, the embedded
+    offline model when it is installed."""
+    settings = _settings(**overrides)
+    offline = offline_chat_model(settings)
+    return settings if offline is None else _settings(**overrides, model_chat=offline)
+
+
+def _prepare_offline_model(runtime: Runtime) -> None:
+    """Load an embedded chat model before serving, with progress, instead of inside the first turn."""
+    client = runtime.chat_client
+    if isinstance(client, LocalModelClient):
+        load_with_progress(client, Console(stderr=True))
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration to FRONTDESK_DATABASE_URL."""
@@ -68,10 +86,11 @@ def db_upgrade() -> None:
 @app.command()
 def demo(host: HostOption = None, port: PortOption = None) -> None:
     """Create/migrate the local database, seed a demo business and serve its web chat."""
-    settings = _settings(host=host, port=port)
+    settings = _demo_settings(host=host, port=port)
 
     async def run() -> None:
         runtime = Runtime.build(settings)
+        _prepare_offline_model(runtime)
         await upgrade(runtime.db)
         accounts = await seed_demo(runtime.db, runtime.clock)
         base = settings.public_url or f"http://{settings.host}:{settings.port}"
@@ -100,25 +119,50 @@ def serve(host: HostOption = None, port: PortOption = None) -> None:
 async def _serve(runtime: Runtime, settings: Settings) -> None:
     from frontdesk.app import create_app
 
-    # Open chat streams never end by themselves: give them a few seconds, then close them.
+    # On SIGTERM/Ctrl-C the workers stop claiming at once and get ``shutdown_grace_s`` to finish
+    # their turns (then hand them back), while uvicorn closes the HTTP side in parallel. Open chat
+    # streams never end by themselves: they get a few seconds, then are closed.
+    draining: list[asyncio.Task[None]] = []
+
+    def begin_draining() -> None:
+        if not draining:
+            draining.append(asyncio.create_task(runtime.runner.stop(settings.shutdown_grace_s), name="drain"))
+
+    # uvicorn's own log_config is off: its error and access lines go through our formatter.
+    configure_logging(settings.log_format, settings.log_level)
     config = uvicorn.Config(
-        create_app(runtime), host=settings.host, port=settings.port, log_level="info", timeout_graceful_shutdown=5
+        create_app(runtime),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=5,
     )
     try:
-        await _QuietExitServer(config).serve()
+        await _QuietExitServer(config, on_exit=begin_draining).serve()
     finally:
-        await runtime.db.dispose()
+        begin_draining()  # the server may also stop without a signal (a failed start-up)
+        await draining[0]
+        await runtime.close()
 
 
 class _QuietExitServer(uvicorn.Server):
     """Ctrl-C / SIGTERM shut the server down and the command exits 0. (uvicorn's own handler
     re-raises the signal after shutdown, which cancels our clean-up mid-way.)"""
 
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def _exit_on(self, sig: int) -> None:
+        self._on_exit()
+        self.handle_exit(sig, None)
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+            loop.add_signal_handler(sig, self._exit_on, sig)
         try:
             yield
         finally:
@@ -129,10 +173,11 @@ class _QuietExitServer(uvicorn.Server):
 @app.command()
 def chat() -> None:
     """Talk to the demo business from this terminal (same store and pipeline as the web chat)."""
-    settings = _settings()
+    settings = _demo_settings()
 
     async def run() -> None:
         runtime = Runtime.build(settings)
+        _prepare_offline_model(runtime)
         await upgrade(runtime.db)
         accounts = await seed_demo(runtime.db, runtime.clock)
         runtime.runner.start()

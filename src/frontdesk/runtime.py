@@ -98,7 +98,7 @@ class Runtime:
         db: Database | None = None,
     ) -> Runtime:
         clock = clock or SystemClock()
-        db = db or Database.from_url(settings.database_url)
+        db = db or Database.from_url(settings.database_url, pool_size=settings.database_pool_size)
         if gateway is None:
             gateway, model_label = _gateway_from_settings(settings)
         else:
@@ -215,6 +215,7 @@ class Runtime:
                 lambda: notify_rejection_spikes(db, clock),
             ],
             sweep_interval_s=settings.sweeper_interval_s,
+            shutdown_grace_s=settings.shutdown_grace_s,
         )
         return cls(
             settings,

@@ -31,8 +31,11 @@ from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
+from frontdesk.platform.observability import observe_turn, stage, turn_outcome
+from frontdesk.platform.observability.tracing import ASSEMBLE
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Task, Tenant, TurnTrace
+from frontdesk.platform.workers import run_to_completion
 from frontdesk.reasoning.agent import Agent, AgentRun
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn, TurnMessage
@@ -104,7 +107,9 @@ class TurnAssembler:
                             break
                         if collected is None:
                             break
-                        await self._run_turn(*collected, owner)
+                        thread, batch, waits = collected
+                        with observe_turn(conversation_id, thread.conversation.tenant_id, batch_size=len(batch)):
+                            await self._run_turn(thread, batch, waits, owner)
                         turns += 1
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
@@ -241,15 +246,17 @@ class TurnAssembler:
         conversation = thread.conversation
         started_at = self._clock.now()
         t0 = time.monotonic()
-        turn = Turn(
-            tenant_id=conversation.tenant_id,
-            business_name=thread.tenant_name,
-            conversation_id=conversation.id,
-            batch=tuple(_turn_message(m) for m in batch),
-            history=await self._history(conversation.id),
-            channel_account_id=conversation.channel_account_id,
-            run_key=new_id("run"),
-        )
+        with stage(ASSEMBLE) as span:
+            turn = Turn(
+                tenant_id=conversation.tenant_id,
+                business_name=thread.tenant_name,
+                conversation_id=conversation.id,
+                batch=tuple(_turn_message(m) for m in batch),
+                history=await self._history(conversation.id),
+                channel_account_id=conversation.channel_account_id,
+                run_key=new_id("run"),
+            )
+            span.set_attribute("frontdesk.history_messages", len(turn.history))
         model_name: str | None = None
         try:
             model_name = self._agent.model_name
@@ -265,71 +272,77 @@ class TurnAssembler:
         result = run.result
         generation_ms = (time.monotonic() - t0) * 1000
 
-        t1 = time.monotonic()
-        async with self._db.transaction() as session:
-            fenced = await session.execute(
-                update(Conversation)
-                .where(Conversation.id == conversation.id, Conversation.lock_owner == owner)
-                .values(version=Conversation.version + 1, updated_at=self._clock.now())
-            )
-            if not rows_affected(fenced):
-                raise LeaseLost(conversation.id)
-            if await self._taken_over(session, conversation.id, run, waits):
-                # An operator turned the AI off while the model was writing: their thread now, so
-                # the reply is kept in the trace and not sent over them.
-                result.outcome, result.blocks = Outcome.SUPPRESSED, []
-                result.detail = "not sent: an operator took the thread over while the reply was being written"
-            trace = TurnTrace(
-                conversation_id=conversation.id,
-                worker=owner,
-                started_at=started_at,
-                batch_size=len(batch),
-                batch_span_ms=turn.batch_span_ms,
-                model=model_name,
-                steps=result.steps,
-                tool_calls=result.tool_calls,
-                usage=result.usage,
-                latency_ms={},
-                outcome=result.outcome.value,
-                detail=result.detail,
-                route=run.route,
-                tools_offered=run.tools_offered,
-                prefix_hash=run.prefix_hash,
-                prompt_size=run.prompt_size,
-                claims=result.claims,
-            )
-            session.add(trace)
-            await session.flush()
-            await self._agent.persist(session, run, conversation.id, trace.id)
-            answered = await session.execute(
-                update(Message)
-                .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))
-                .values(processed_at=self._clock.now(), turn_id=trace.id)
-            )
-            if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
-                raise LeaseLost(conversation.id)
-            staged = None
-            if result.blocks:
-                staged = await self._deliverer.stage(
-                    session, _answering(thread.target, batch), result.blocks, turn_id=trace.id, origin="agent"
+        # Once the model has answered, committing and delivering take milliseconds: a shutdown
+        # waits for them rather than leaving a committed reply with its receipt stuck at "sending".
+        async def commit_and_deliver() -> None:
+            t1 = time.monotonic()
+            async with self._db.transaction() as session:
+                fenced = await session.execute(
+                    update(Conversation)
+                    .where(Conversation.id == conversation.id, Conversation.lock_owner == owner)
+                    .values(version=Conversation.version + 1, updated_at=self._clock.now())
                 )
-        commit_ms = (time.monotonic() - t1) * 1000
+                if not rows_affected(fenced):
+                    raise LeaseLost(conversation.id)
+                if await self._taken_over(session, conversation.id, run, waits):
+                    # An operator turned the AI off while the model was writing: their thread now, so
+                    # the reply is kept in the trace and not sent over them.
+                    result.outcome, result.blocks = Outcome.SUPPRESSED, []
+                    result.detail = "not sent: an operator took the thread over while the reply was being written"
+                turn_outcome(result.outcome.value, steps=result.steps)
+                trace = TurnTrace(
+                    conversation_id=conversation.id,
+                    worker=owner,
+                    started_at=started_at,
+                    batch_size=len(batch),
+                    batch_span_ms=turn.batch_span_ms,
+                    model=model_name,
+                    steps=result.steps,
+                    tool_calls=result.tool_calls,
+                    usage=result.usage,
+                    latency_ms={},
+                    outcome=result.outcome.value,
+                    detail=result.detail,
+                    route=run.route,
+                    tools_offered=run.tools_offered,
+                    prefix_hash=run.prefix_hash,
+                    prompt_size=run.prompt_size,
+                    claims=result.claims,
+                )
+                session.add(trace)
+                await session.flush()
+                await self._agent.persist(session, run, conversation.id, trace.id)
+                answered = await session.execute(
+                    update(Message)
+                    .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))
+                    .values(processed_at=self._clock.now(), turn_id=trace.id)
+                )
+                if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
+                    raise LeaseLost(conversation.id)
+                staged = None
+                if result.blocks:
+                    staged = await self._deliverer.stage(
+                        session, _answering(thread.target, batch), result.blocks, turn_id=trace.id, origin="agent"
+                    )
+            commit_ms = (time.monotonic() - t1) * 1000
 
-        t2 = time.monotonic()
-        status = await self._deliverer.deliver(staged) if staged is not None else "not_sent"
-        delivery_ms = (time.monotonic() - t2) * 1000
-        async with self._db.transaction() as session:
-            stored = await session.get(TurnTrace, trace.id)
-            if stored is not None:
-                stored.finished_at = self._clock.now()
-                stored.latency_ms = {
-                    **waits,
-                    "generation_ms": round(generation_ms, 2),
-                    "commit_ms": round(commit_ms, 2),
-                    "delivery_ms": round(delivery_ms, 2),
-                    "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
-                    "delivery_status": status,
-                }
+            t2 = time.monotonic()
+            status = await self._deliverer.deliver(staged) if staged is not None else "not_sent"
+            delivery_ms = (time.monotonic() - t2) * 1000
+            async with self._db.transaction() as session:
+                stored = await session.get(TurnTrace, trace.id)
+                if stored is not None:
+                    stored.finished_at = self._clock.now()
+                    stored.latency_ms = {
+                        **waits,
+                        "generation_ms": round(generation_ms, 2),
+                        "commit_ms": round(commit_ms, 2),
+                        "delivery_ms": round(delivery_ms, 2),
+                        "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
+                        "delivery_status": status,
+                    }
+
+        await run_to_completion(commit_and_deliver())
 
     async def _taken_over(
         self, session: AsyncSession, conversation_id: str, run: AgentRun, waits: dict[str, Any]

@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import or_, update
 
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.observability import lock_taken_over
 from frontdesk.platform.periodic import every
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import Conversation
@@ -30,6 +31,19 @@ class ConversationLease:
     async def acquire(self, conversation_id: str, owner: str) -> bool:
         now = self._clock.now()
         async with self._db.transaction() as session:
+            # An expired lease that still names another holder: it died or stalled (a takeover).
+            taken_over = await session.execute(
+                update(Conversation)
+                .where(
+                    Conversation.id == conversation_id,
+                    Conversation.lock_owner != owner,
+                    Conversation.lock_until < now,
+                )
+                .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
+            )
+            if rows_affected(taken_over):
+                lock_taken_over("conversation")
+                return True
             result = await session.execute(
                 update(Conversation)
                 .where(

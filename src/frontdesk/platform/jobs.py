@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import JobId
+from frontdesk.platform.observability.instruments import lock_taken_over
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import Job
 
@@ -177,6 +178,26 @@ class JobQueue:
                 .values(status=DONE, locked_by=None, locked_until=None, updated_at=self._clock.now())
             )
 
+    async def release(self, job: ClaimedJob, worker: str) -> bool:
+        """Give a claimed job back unfinished (a shutdown): queued and due now, so another instance
+        takes it at its next poll instead of after the lease runs out. The interrupted attempt is
+        not counted: stopping a process is not the job's failure."""
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Job)
+                .where(Job.id == job.id, Job.locked_by == worker, Job.status == RUNNING)
+                .values(
+                    status=QUEUED,
+                    locked_by=None,
+                    locked_until=None,
+                    run_after=now,
+                    attempts=Job.attempts - 1,  # the claim counted it; a claimed job has at least 1
+                    updated_at=now,
+                )
+            )
+        return rows_affected(result) > 0
+
     async def fail(self, job: ClaimedJob, worker: str, error: str) -> str:
         """Schedule a retry with exponential backoff, or mark the job dead. Returns the new status."""
         now = self._clock.now()
@@ -211,6 +232,7 @@ class JobQueue:
                 job.locked_until = None
                 job.run_after = now
                 job.updated_at = now
+        lock_taken_over("job", len(stale))
         return len(stale)
 
     async def seconds_until_next(self) -> float | None:

@@ -1,9 +1,15 @@
-"""In-process wake-ups for live views (web chat streams, the terminal chat).
+"""Wake-ups for live views (web chat streams, console threads, the terminal chat).
 
-A signal carries no data: listeners re-read the store, which stays the source of truth. That is
-why the same listeners also poll on a timer: a reply written by another instance is found by
-the poll (PostgreSQL LISTEN/NOTIFY can replace the timer later without changing listeners).
-Take the ticket *before* reading the store, so a publish between the read and the wait counts.
+A signal carries no data: listeners re-read the store, which stays the source of truth. Take the
+ticket *before* reading the store, so a publish between the read and the wait counts.
+
+In one process a publish sets the waiting tickets directly. On PostgreSQL it also NOTIFYs the
+``frontdesk_conversation`` channel (payload: the conversation id), and ``start`` LISTENs on it
+over one dedicated connection, so a reply written by another instance wakes this one's streams at
+once. Publishers call ``publish`` after the transaction that wrote the change has committed, so a
+woken listener always finds the rows. Listeners keep polling on a timer as well: it covers a
+dropped LISTEN connection (the bridge reconnects with backoff and wakes everyone once it is back)
+and SQLite, where several processes (``frontdesk chat`` beside ``frontdesk demo``) share a file.
 """
 
 from __future__ import annotations
@@ -11,26 +17,59 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from frontdesk.platform.pg_notify import BridgeTiming, PgNotifyBridge
+
 if TYPE_CHECKING:
     from frontdesk.platform.store.engine import Database
 
+CONVERSATION_CHANNEL = "frontdesk_conversation"
+
 
 class ConversationSignals:
-    def __init__(self) -> None:
+    def __init__(self, *, channel: str = CONVERSATION_CHANNEL, timing: BridgeTiming | None = None) -> None:
         self._events: dict[str, asyncio.Event] = {}
+        self._channel = channel
+        self._timing = timing
+        self._bridge: PgNotifyBridge | None = None
 
     async def start(self, db: Database) -> None:
-        """Begin receiving other instances' publishes (nothing to do in one process)."""
+        """On PostgreSQL, begin receiving other instances' publishes (nothing to do on SQLite)."""
+        if db.dialect != "postgresql" or self._bridge is not None:
+            return
+        dsn = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._bridge = PgNotifyBridge(dsn, self._channel, self._wake, self._wake_all, timing=self._timing)
+        await self._bridge.start()
 
     async def close(self) -> None:
         """Stop receiving other instances' publishes."""
+        if self._bridge is not None:
+            await self._bridge.close()
+            self._bridge = None
+
+    @property
+    def bridge(self) -> PgNotifyBridge | None:
+        """The LISTEN/NOTIFY connection, when running on PostgreSQL (for readiness and tests)."""
+        return self._bridge
 
     def ticket(self, conversation_id: str) -> asyncio.Event:
         return self._events.setdefault(conversation_id, asyncio.Event())
 
     def publish(self, conversation_id: str) -> None:
+        """Wake this conversation's listeners here and, on PostgreSQL, on every other instance.
+        Call it once the change is committed."""
+        self._wake(conversation_id)
+        if self._bridge is not None:
+            self._bridge.send(conversation_id)
+
+    def _wake(self, conversation_id: str) -> None:
         event = self._events.pop(conversation_id, None)
         if event is not None:
+            event.set()
+
+    def _wake_all(self) -> None:
+        """After a (re)connect: publishes made while nobody listened are lost, so re-read all."""
+        events, self._events = self._events, {}
+        for event in events.values():
             event.set()
 
     @staticmethod

@@ -1,5 +1,12 @@
 """In-process job workers and the sweeper. Any number of processes may run these against one
-database; nothing here keeps state that another instance would need."""
+database; nothing here keeps state that another instance would need.
+
+Shutdown (``stop``) is graceful: workers stop claiming at once, running jobs get a grace period to
+finish, and a job still running when it ends is cancelled and handed back (queued, due now; its
+handler's ``finally`` blocks release what they hold, such as the conversation lease), so another
+instance takes it over within a poll instead of after the lease runs out. A process that dies
+without a shutdown (kill -9, a lost machine) is covered by the leases: the sweeper of a surviving
+instance re-queues its jobs once their lease has expired."""
 
 from __future__ import annotations
 
@@ -8,7 +15,8 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import ClaimedJob, JobQueue
@@ -18,6 +26,9 @@ log = logging.getLogger(__name__)
 
 JobHandler = Callable[[ClaimedJob], Awaitable[None]]
 Sweep = Callable[[], Awaitable[int]]
+T = TypeVar("T")
+
+DEFAULT_SHUTDOWN_GRACE_S = 2.0
 
 
 def worker_identity() -> str:
@@ -36,6 +47,7 @@ class JobRunner:
         sweeps: list[Sweep],
         sweep_interval_s: float,
         identity: str | None = None,
+        shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
     ) -> None:
         self._queue = queue
         self._handlers = dict(handlers)
@@ -44,8 +56,10 @@ class JobRunner:
         self._sweeps = sweeps
         self._sweep_interval_s = sweep_interval_s
         self.identity = identity or worker_identity()
+        self._shutdown_grace_s = shutdown_grace_s
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        self._stop_task: asyncio.Future[None] | None = None
 
     def start(self) -> None:
         for n in range(self._concurrency):
@@ -53,13 +67,27 @@ class JobRunner:
         if self._sweeps:
             self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
 
-    async def stop(self, grace_s: float = 2.0) -> None:
-        """Let running jobs finish for up to ``grace_s``, then cancel them. A cancelled job keeps
-        its claim until its lease runs out and the sweeper re-queues it: nothing is lost."""
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop claiming, let running jobs finish for up to ``grace_s`` (default: the runner's
+        ``shutdown_grace_s``), then cancel them: each cancelled job is handed back to the queue.
+        Calling it again while a stop is under way waits for that stop."""
+        if self._stop_task is None:
+            grace = self._shutdown_grace_s if grace_s is None else grace_s
+            self._stop_task = asyncio.ensure_future(self._stop(grace))
+        await asyncio.shield(self._stop_task)
+
+    async def _stop(self, grace_s: float) -> None:
         self._stopping.set()
         self._queue.wake_all()
         if self._tasks:
+            log.info("stopping: no new jobs; waiting up to %.1f s for running ones", grace_s)
             _done, pending = await asyncio.wait(self._tasks, timeout=grace_s)
+            if pending:
+                log.warning("stopping: %d still busy after %.1f s; handing their jobs back", len(pending), grace_s)
             for task in pending:
                 task.cancel()
             for task in self._tasks:
@@ -72,6 +100,9 @@ class JobRunner:
         worker = worker or f"{self.identity}/once"
         job = await self._queue.claim(worker)
         if job is None:
+            return False
+        if self._stopping.is_set():  # claimed in the instant the stop began: leave it to another instance
+            await self._queue.release(job, worker)
             return False
         await self._run(job, worker)
         return True
@@ -123,7 +154,14 @@ class JobRunner:
             async with every(self._queue.policy.lease_s / 3, heartbeat, what=f"heartbeat of job {job.id}"):
                 await handler(job)
         except asyncio.CancelledError:
-            raise  # shutting down: the lease runs out and the sweeper re-queues it
+            # The grace period of a shutdown ran out: hand the job back so another instance runs it
+            # now. (If this fails, the job's lease runs out and the sweeper re-queues it.)
+            try:
+                if await self._queue.release(job, worker):
+                    log.warning("job %s (%s) handed back unfinished at shutdown", job.id, job.kind)
+            except Exception:
+                log.exception("could not hand job %s back; it is re-queued when its lease expires", job.id)
+            raise
         except Exception as exc:
             log.exception("job %s (%s) failed", job.id, job.kind)
             status = await self._queue.fail(job, worker, f"{type(exc).__name__}: {exc}")
@@ -138,3 +176,23 @@ class JobRunner:
                 self._queue.notify()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self._sweep_interval_s)
+
+
+async def run_to_completion(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` to its end even if the calling task is cancelled meanwhile (the cancel is
+    re-raised afterwards). For short critical sections that must not be cut in half, such as
+    committing a reply and sending it."""
+    task = asyncio.ensure_future(work)
+    interrupted = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            interrupted = True
+        except Exception:
+            break  # the work failed: its error is raised below and wins over a pending cancel
+    if interrupted and not task.cancelled() and task.exception() is None:
+        raise asyncio.CancelledError
+    return task.result()

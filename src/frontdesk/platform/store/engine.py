@@ -22,7 +22,13 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 _READ_ONLY = "frontdesk_read_only"
 
 
-def create_engine(database_url: str) -> AsyncEngine:
+DEFAULT_POOL_SIZE = 10
+
+
+def create_engine(database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> AsyncEngine:
+    """``pool_size`` (PostgreSQL only) is the most connections this engine opens: no overflow, so
+    instances x pool size (+ one LISTEN connection each) is a bound operators can plan against
+    ``max_connections``; a burst beyond it waits for a connection instead of opening more."""
     try:
         url = make_url(database_url)
     except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
@@ -36,7 +42,7 @@ def create_engine(database_url: str) -> AsyncEngine:
     if url.get_backend_name() == "postgresql":
         if url.get_driver_name() != "asyncpg":
             raise ConfigError("PostgreSQL needs the async driver: use postgresql+asyncpg://...")
-        return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+        return create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
     raise ConfigError(f"unsupported database {url.get_backend_name()!r}: use SQLite or PostgreSQL")
 
 
@@ -79,8 +85,8 @@ class Database:
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
-    def from_url(cls, database_url: str) -> Database:
-        return cls(create_engine(database_url))
+    def from_url(cls, database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> Database:
+        return cls(create_engine(database_url, pool_size=pool_size))
 
     @property
     def dialect(self) -> str:
