@@ -4,6 +4,7 @@ This module and ``app.py`` are the only places that know every layer."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -244,6 +245,10 @@ class Runtime:
         vault key configured, any channel secret still in plaintext moves into the vault."""
         await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
         await self.channel_deps.media.check()  # a missing or refused bucket stops start-up, not a media job
+        if isinstance(self.chat_client, LocalModelClient):
+            # Join, verify and load the weights now (idempotent: the demo did it with a progress
+            # bar), so neither a bad file nor the load time lands in a customer's first turn.
+            await asyncio.to_thread(self.chat_client.load)
         await self.signals.start(self.db)
         if self.search is not None:  # unchanged documents are neither rewritten nor re-embedded
             for business_pack in self.packs.values():

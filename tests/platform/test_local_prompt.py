@@ -150,3 +150,13 @@ def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
     assert [t.name for t in allowed_tools(looked_up, asking)][-1] == "reply"
     assert [t.name for t in allowed_tools(question, PARAMS)][-1] == "reply"  # not a question for a fact
     assert [t.name for t in allowed_tools(question, params_for(lookup_first=True))] == ["reply"]  # nothing to look up
+
+
+def test_background_work_gets_the_call_format_without_the_conversation_rules():
+    only_lookup = params_for("get_business_info").function_tools[:1]
+
+    section = tool_section(only_lookup)
+
+    assert "reply" not in section
+    assert '{"tool": "<name>", "args": {...}}' in section
+    assert call_schema(only_lookup)["anyOf"][0]["properties"]["tool"] == {"const": "get_business_info"}

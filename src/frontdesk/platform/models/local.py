@@ -113,7 +113,7 @@ class LocalModelClient:
     ) -> tuple[str, dict[str, int]]:
         self.load()
         llama_cpp = _import_llama_cpp()
-        grammar = self._grammar(schema)
+        grammar = self._grammar(schema) if schema["anyOf"] else None
         formatted = self._formatter(messages=chat)
         timed_out = False
 
@@ -129,7 +129,7 @@ class LocalModelClient:
             completion = self._llama.create_completion(
                 prompt=self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True),
                 stop=formatted.stop,
-                grammar=grammar,
+                grammar=grammar,  # None without tools: free text
                 temperature=0.0,
                 max_tokens=MAX_OUTPUT_TOKENS,
                 stopping_criteria=llama_cpp.StoppingCriteriaList(criteria),

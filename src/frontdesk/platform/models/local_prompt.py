@@ -74,8 +74,16 @@ def chat_messages(messages: Sequence[ModelMessage], tools: Sequence[ToolDefiniti
     return chat
 
 
+CALL_FORMAT = """\
+# How you answer
+Answer with ONE JSON object calling one of the tools below: {"tool": "<name>", "args": {...}}."""
+
+
 def tool_section(tools: Sequence[ToolDefinition]) -> str:
-    lines = [FORMAT_RULES, "# Tools"]
+    """The answer format and the tools: a conversation's rules when ``reply`` is among them, else
+    (background work such as a memory summary) just the call format."""
+    rules = FORMAT_RULES if any(t.name == REPLY_TOOL for t in tools) else CALL_FORMAT
+    lines = [rules, "# Tools"]
     for tool in tools:
         lines.append(f"- {tool.name}({_signature(tool)}): {_first_sentences(tool.description or '')}")
     return "\n".join(lines)
