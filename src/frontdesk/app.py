@@ -26,7 +26,7 @@ from frontdesk.errors import (
 from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform import tokens
-from frontdesk.platform.media import KEY_PATTERN
+from frontdesk.platform.media import stored_key
 from frontdesk.platform.observability import Observability, ObservabilityMiddleware, check_readiness
 from frontdesk.platform.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from frontdesk.runtime import Runtime
@@ -88,7 +88,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
     async def stored_media(key: str, exp: int = 0, sig: str = "") -> Response:
         """Re-hosted customer media (``<tenant>/<xx>/<hash>.<ext>``), only through a signed, unexpired URL."""
         store = runtime.channel_deps.media
-        if not KEY_PATTERN.fullmatch(key) or not store.verify(key, exp, sig):
+        if not stored_key(key) or not store.verify(key, exp, sig):
             raise AuthError("this media link is invalid or has expired")
         data, mime = await store.get(key)
         return Response(data, media_type=mime, headers={"Cache-Control": "private, max-age=300"})

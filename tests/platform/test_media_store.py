@@ -101,3 +101,18 @@ async def test_the_media_route_serves_a_signed_link_and_refuses_a_forged_one(db,
 
     assert (good.status_code, good.content, good.headers["content-type"]) == (200, PNG, "image/png")
     assert (forged.status_code, unsigned.status_code, other_tenant.status_code) == (401, 401, 401)
+
+
+async def test_media_stored_before_keys_named_the_tenant_are_still_read_and_served(tmp_path):
+    store = LocalMediaStore(tmp_path)
+    legacy = "ab/" + "c" * 40 + ".png"  # the key form of earlier releases: no tenant segment
+    (tmp_path / "ab").mkdir()
+    (tmp_path / legacy).write_bytes(PNG)
+
+    url = store.signed_url(legacy, "http://t")
+    path, _, query = url.removeprefix("http://t/media/m/").partition("?")
+    params = dict(pair.split("=") for pair in query.split("&"))
+
+    assert await store.get(legacy) == (PNG, "image/png")
+    assert path == legacy
+    assert store.verify(legacy, int(params["exp"]), params["sig"])

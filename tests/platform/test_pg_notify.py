@@ -200,3 +200,20 @@ async def test_a_reply_written_by_one_instance_reaches_a_stream_held_by_another_
         await db_b.dispose()
     print(f"NOTIFY -> SSE block on the other instance: {', '.join(f'{x * 1000:.0f} ms' for x in latencies)}")
     assert max(latencies) < WAKE_BOUND_S, latencies  # the poll alone would average POLL_S / 2
+
+
+def test_the_listen_connection_takes_tls_from_the_url_and_drops_what_only_sqlalchemy_understands():
+    from sqlalchemy.engine import make_url
+
+    from frontdesk.platform.signals import listen_connect_args
+
+    url = make_url("postgresql+asyncpg://app:s3cret@db.internal:6432/shop?ssl=require&prepared_statement_cache_size=0")
+
+    assert listen_connect_args(url) == {
+        "host": "db.internal",
+        "port": 6432,
+        "database": "shop",
+        "user": "app",
+        "password": "s3cret",
+        "ssl": "require",
+    }

@@ -289,7 +289,6 @@ class TurnAssembler:
                     # the reply is kept in the trace and not sent over them.
                     result.outcome, result.blocks = Outcome.SUPPRESSED, []
                     result.detail = "not sent: an operator took the thread over while the reply was being written"
-                turn_outcome(result.outcome.value, steps=result.steps)
                 trace = TurnTrace(
                     conversation_id=conversation.id,
                     worker=owner,
@@ -319,6 +318,7 @@ class TurnAssembler:
                 )
                 if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
                     raise LeaseLost(conversation.id)
+                turn_outcome(result.outcome.value, steps=result.steps)  # counted once it is this turn's for sure
                 staged = None
                 if result.blocks:
                     staged = await self._deliverer.stage(

@@ -33,7 +33,15 @@ if TYPE_CHECKING:
 _PLAIN_TENANT = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 TENANT_SEGMENT = r"(?:[a-z0-9][a-z0-9_-]{0,39}|_[a-f0-9]{32})"
 KEY_PATTERN = re.compile(rf"{TENANT_SEGMENT}/[a-f0-9]{{2}}/[a-f0-9]{{40}}\.[a-z0-9]{{1,5}}")
+# Keys written before media were keyed by tenant (``xx/<sha1>.<ext>``): still read and served from
+# a local directory, so an upgrade loses no customer image already stored. New keys never take it.
+LEGACY_KEY_PATTERN = re.compile(r"[a-z0-9]{2}/[a-z0-9]{40}\.[a-z0-9]{1,5}")
 SIGNING_KEY_FILE = ".signing-key"
+
+
+def stored_key(key: str) -> bool:
+    """A key a local store may hold: the tenant-keyed form, or the legacy one."""
+    return bool(KEY_PATTERN.fullmatch(key) or LEGACY_KEY_PATTERN.fullmatch(key))
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class LocalMediaStore:
         return StoredMedia(key, mime_type, len(data))
 
     async def get(self, key: str) -> tuple[bytes, str]:
-        if not KEY_PATTERN.fullmatch(key) or not (self._root / key).is_file():
+        if not stored_key(key) or not (self._root / key).is_file():
             raise NotFoundError(f"no media {key!r}")
         data = await asyncio.to_thread((self._root / key).read_bytes)
         return data, mime_for(key)
@@ -127,7 +135,7 @@ class LocalMediaStore:
         return f"/media/m/{key}?exp={expires}&sig={self._sign(key, expires)}"
 
     def verify(self, key: str, expires: int, signature: str) -> bool:
-        if not KEY_PATTERN.fullmatch(key) or expires < time.time():
+        if not stored_key(key) or expires < time.time():
             return False
         return hmac.compare_digest(self._sign(key, expires), signature)
 

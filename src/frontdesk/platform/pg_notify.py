@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +46,14 @@ class BridgeTiming:
 class PgNotifyBridge:
     def __init__(
         self,
-        dsn: str,
+        connect_args: Mapping[str, Any],
         channel: str,
         on_payload: Callable[[str], None],
         on_connected: Callable[[], None],
         *,
         timing: BridgeTiming | None = None,
     ) -> None:
-        self._dsn = dsn
+        self._connect_args = dict(connect_args)
         self._channel = channel
         self._on_payload = on_payload
         self._on_connected = on_connected
@@ -131,7 +131,7 @@ class PgNotifyBridge:
 
     async def _session(self) -> None:
         """One connection, from connect to its loss (or ``close``)."""
-        connection = await asyncpg.connect(self._dsn, timeout=self._timing.connect_timeout_s)
+        connection = await asyncpg.connect(**self._connect_args, timeout=self._timing.connect_timeout_s)
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _conn: lost.set())
         try:

@@ -15,7 +15,9 @@ and SQLite, where several processes (``frontdesk chat`` beside ``frontdesk demo`
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import URL
 
 from frontdesk.platform.pg_notify import BridgeTiming, PgNotifyBridge
 
@@ -23,6 +25,18 @@ if TYPE_CHECKING:
     from frontdesk.platform.store.engine import Database
 
 CONVERSATION_CHANNEL = "frontdesk_conversation"
+
+
+def listen_connect_args(url: URL) -> dict[str, Any]:
+    """asyncpg keyword arguments for the LISTEN connection, from the SQLAlchemy URL. Not a DSN:
+    asyncpg sends a DSN's unknown query parameters to the server as settings, which refuses
+    SQLAlchemy's own (``prepared_statement_cache_size``) and ``ssl``; TLS is passed as asyncpg's
+    ``ssl`` argument instead."""
+    args: dict[str, Any] = url.translate_connect_args(username="user")
+    ssl = url.query.get("ssl") or url.query.get("sslmode")
+    if ssl:
+        args["ssl"] = ssl if isinstance(ssl, str) else ssl[0]
+    return args
 
 
 class ConversationSignals:
@@ -36,8 +50,9 @@ class ConversationSignals:
         """On PostgreSQL, begin receiving other instances' publishes (nothing to do on SQLite)."""
         if db.dialect != "postgresql" or self._bridge is not None:
             return
-        dsn = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._bridge = PgNotifyBridge(dsn, self._channel, self._wake, self._wake_all, timing=self._timing)
+        self._bridge = PgNotifyBridge(
+            listen_connect_args(db.engine.url), self._channel, self._wake, self._wake_all, timing=self._timing
+        )
         await self._bridge.start()
 
     async def close(self) -> None:

@@ -32,7 +32,7 @@ from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
-from frontdesk.platform.media import MediaStore, tenant_prefix
+from frontdesk.platform.media import LEGACY_KEY_PATTERN, MediaStore, tenant_prefix
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
 from frontdesk.platform.observability.tracing import CONTEXT, ROUTE
@@ -211,9 +211,12 @@ class Agent:
         images: list[BinaryContent] = []
         own_prefix = tenant_prefix(turn.tenant_id) + "/"  # never another tenant's object, whatever a row says
         for message in turn.batch:
-            if message.image_key and message.image_key.startswith(own_prefix) and len(images) < MAX_IMAGES_PER_TURN:
+            key = message.image_key
+            # A legacy key (before media were keyed by tenant) comes from this conversation's own row.
+            own = key is not None and (key.startswith(own_prefix) or LEGACY_KEY_PATTERN.fullmatch(key) is not None)
+            if key is not None and own and len(images) < MAX_IMAGES_PER_TURN:
                 try:
-                    data, mime = await self._media.get(message.image_key)
+                    data, mime = await self._media.get(key)
                 except NotFoundError:
                     continue
                 images.append(BinaryContent(data=data, media_type=mime))

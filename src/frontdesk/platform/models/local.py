@@ -97,9 +97,18 @@ class LocalModelClient:
         schema = call_schema(tools)
         self._calls += 1
         call_id = f"local-{self._calls}"
-        async with self._run_lock:  # queued requests wait here, off the worker threads
-            deadline = time.monotonic() + self._timeout_s
-            output, usage = await asyncio.to_thread(self._complete, chat, schema, deadline)
+        # The time limit covers the wait behind other turns too: it is what the customer waits.
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await self._run_lock.acquire()
+        except TimeoutError:
+            raise ModelAPIError(f"{self.name}: busy with other turns for {self._timeout_s:.0f} s") from None
+        # The model is held until its thread returns, even if this request is cancelled meanwhile:
+        # llama.cpp cannot be stopped mid-prompt, and a second thread must never use it at once.
+        work = asyncio.ensure_future(asyncio.to_thread(self._complete, chat, schema, deadline))
+        work.add_done_callback(self._release)
+        output, usage = await asyncio.shield(work)
         return ModelResponse(
             parts=[parse_output(output, tools, call_id)],
             usage=RequestUsage(
@@ -107,6 +116,11 @@ class LocalModelClient:
             ),
             model_name=self.name,
         )
+
+    def _release(self, work: asyncio.Future[Any]) -> None:
+        self._run_lock.release()
+        if not work.cancelled():
+            work.exception()  # retrieved: a cancelled caller's failure is not "never retrieved"
 
     def _complete(
         self, chat: list[dict[str, str]], schema: dict[str, Any], deadline: float

@@ -1,0 +1,100 @@
+"""The local client around llama.cpp, with a stand-in for the model: one request at a time, the
+time limit covers the wait, and a cancelled turn never lets two threads into the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from pydantic_ai import ModelRequest, SystemPromptPart, ToolCallPart, UserPromptPart
+from test_local_prompt import params_for
+
+from frontdesk.errors import ModelAPIError
+from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
+
+PARAMS = params_for("get_service_detail")
+QUESTION = [ModelRequest(parts=[SystemPromptPart("prefix")]), ModelRequest(parts=[UserPromptPart("price?")])]
+CALL = json.dumps({"tool": "get_service_detail", "args": {"service_id": "flyers"}})
+
+
+class FakeLlama:
+    """Answers ``CALL`` after ``seconds``, and records whether two threads were ever inside."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.inside = 0
+        self.overlapped = False
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def tokenize(self, text: bytes, **_kwargs: object) -> list[int]:
+        return list(range(len(text) // 4))
+
+    def create_completion(self, prompt: list[int], **_kwargs: object) -> dict[str, object]:
+        with self._lock:
+            self.inside += 1
+            self.overlapped |= self.inside > 1
+            self.calls += 1
+        time.sleep(self.seconds)
+        with self._lock:
+            self.inside -= 1
+        return {"choices": [{"text": CALL}], "usage": {"prompt_tokens": len(prompt), "completion_tokens": 12}}
+
+
+def client_with(llama: FakeLlama, timeout_s: float) -> LocalModelClient:
+    client = LocalModelClient("/models/shop.gguf", LocalModelOptions(), timeout_s=timeout_s)
+    client._llama = llama
+    client._formatter = lambda messages: SimpleNamespace(prompt=json.dumps(messages), stop=None, stopping_criteria=None)
+    client._grammar = lambda schema: None  # the real one is checked by llama.cpp itself (smoke test)
+    return client
+
+
+async def test_a_call_comes_back_as_a_tool_call_with_its_token_counts():
+    client = client_with(FakeLlama(0.0), timeout_s=5)
+
+    response = await client.request(QUESTION, PARAMS)
+
+    (part,) = response.parts
+    assert isinstance(part, ToolCallPart)
+    assert (part.tool_name, part.args) == ("get_service_detail", {"service_id": "flyers"})
+    assert response.usage.output_tokens == 12
+    assert response.usage.input_tokens > 0
+    assert client.name == "local:shop.gguf"  # the file's name, never the operator's directories
+
+
+async def test_requests_take_turns_on_the_model():
+    llama = FakeLlama(0.2)
+    client = client_with(llama, timeout_s=5)
+
+    await asyncio.gather(*(client.request(QUESTION, PARAMS) for _ in range(3)))
+
+    assert llama.calls == 3
+    assert not llama.overlapped
+
+
+async def test_the_time_limit_counts_the_wait_behind_another_turn():
+    llama = FakeLlama(0.8)
+    client = client_with(llama, timeout_s=0.3)
+    first = asyncio.create_task(client.request(QUESTION, PARAMS))
+    await asyncio.sleep(0.05)
+
+    with pytest.raises(ModelAPIError, match="busy with other turns"):
+        await client.request(QUESTION, PARAMS)
+    await first
+
+
+async def test_a_cancelled_turn_keeps_the_model_until_its_thread_is_done():
+    llama = FakeLlama(0.4)
+    client = client_with(llama, timeout_s=5)
+    cancelled = asyncio.create_task(client.request(QUESTION, PARAMS))
+    await asyncio.sleep(0.1)
+    cancelled.cancel()
+
+    await client.request(QUESTION, PARAMS)  # waits for the abandoned run instead of joining it
+
+    assert llama.calls == 2
+    assert not llama.overlapped
