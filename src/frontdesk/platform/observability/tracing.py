@@ -41,8 +41,16 @@ def stage(name: str, attributes: Attributes | None = None) -> Iterator[Span]:
     if observability is None:
         yield trace.INVALID_SPAN
         return
-    with observability.tracer.start_as_current_span(name, attributes=attributes) as span:
-        yield span
+    # A failure is marked with the exception's type only: its message can carry SQL parameters
+    # or customer text, which traces must not export.
+    with observability.tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            span.set_status(StatusCode.ERROR, type(exc).__name__)
+            raise
 
 
 def failed(span: Span, reason: str) -> None:
