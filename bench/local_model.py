@@ -75,6 +75,8 @@ async def wait_for_trace(runtime: Runtime, conversation_id: str, timeout_s: floa
 
 async def run(args: argparse.Namespace) -> int:
     cases = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if args.kinds:
+        cases = [c for c in cases if c["kind"] in args.kinds.split(",")]
     cases = cases[: args.limit] if args.limit else cases
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -154,6 +156,7 @@ def main() -> int:
         "--model", default=f"local:{DEFAULT_LOCAL_MODEL}", help="chat slot (default: the built-in model)"
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N messages")
+    parser.add_argument("--kinds", help="only messages of these kinds, comma-separated (e.g. lead,handoff)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: every core)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per model call (default 120)")
     args = parser.parse_args()

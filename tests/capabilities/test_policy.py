@@ -166,15 +166,15 @@ def test_a_write_that_requires_confirmation_needs_the_confirmed_signal(signals, 
 
 
 @pytest.mark.parametrize(
-    ("decision", "lookup_first"),
+    ("decision", "tool_first"),
     [
         (decide("detail_question", {"catalog"}), True),  # "how much are cards?": a guess is all a reply could be
         (decide("browse", {"catalog", "business"}), True),
-        (decide("human_request", {"handoff", "catalog", "customer"}), False),  # the hand-off may come first
-        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), False),  # a write is the point
+        (decide("human_request", {"handoff", "catalog", "customer"}), True),  # "a person will call" needs the hand-off
+        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), True),  # "saved" needs the save
         (decide("greeting"), False),  # nothing to look up
-        (decide("unknown", confidence=0.3), False),  # unsure: the model may just answer
+        (decide("unknown", confidence=0.3), False),  # unsure: the model may just answer ("thanks!")
     ],
 )
-def test_only_a_question_for_a_fact_asks_for_a_lookup_before_the_reply(printshop, decision, lookup_first):
-    assert printshop.bundle(decision).lookup_first is lookup_first
+def test_a_turn_that_asks_for_something_starts_with_a_tool_call(printshop, decision, tool_first):
+    assert printshop.bundle(decision).tool_first is tool_first

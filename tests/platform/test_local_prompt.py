@@ -25,10 +25,10 @@ from frontdesk.platform.models.local_prompt import call_schema, chat_messages, p
 from frontdesk.reasoning.terminal import reply_tool_definition
 
 
-def params_for(*names: str, lookup_first: bool = False) -> ModelRequestParameters:
+def params_for(*names: str, tool_first: bool = False) -> ModelRequestParameters:
     tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
     return ModelRequestParameters(
-        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition(lookup_first=lookup_first)],
+        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition(tool_first=tool_first)],
         allow_text_output=True,
     )
 
@@ -138,7 +138,7 @@ def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_e
 def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
     from frontdesk.platform.models.local_prompt import allowed_tools
 
-    asking = params_for("search_services", "get_service_detail", lookup_first=True)
+    asking = params_for("search_services", "get_service_detail", tool_first=True)
     question = [ModelRequest(parts=[SystemPromptPart("prefix")]), ModelRequest(parts=[UserPromptPart("price?")])]
     looked_up = [
         *question,
@@ -149,7 +149,7 @@ def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
     assert [t.name for t in allowed_tools(question, asking)] == ["search_services", "get_service_detail"]
     assert [t.name for t in allowed_tools(looked_up, asking)][-1] == "reply"
     assert [t.name for t in allowed_tools(question, PARAMS)][-1] == "reply"  # not a question for a fact
-    assert [t.name for t in allowed_tools(question, params_for(lookup_first=True))] == ["reply"]  # nothing to look up
+    assert [t.name for t in allowed_tools(question, params_for(tool_first=True))] == ["reply"]  # nothing to look up
 
 
 def test_background_work_gets_the_call_format_without_the_conversation_rules():

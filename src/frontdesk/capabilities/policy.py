@@ -21,8 +21,6 @@ READ_ONLY_INTENTS = frozenset({"greeting", "unknown"})
 # Intents that ask and never change anything: their domains' reads, and no writes (except, on a
 # side query, the open flow's own tools).
 ASKING_INTENTS = frozenset({"list", "search", "detail", "report"})
-# Questions whose answer is a fact of the business: a reply before any lookup can only be a guess.
-LOOKUP_INTENTS = ASKING_INTENTS | {"detail_question", "browse"}
 MIN_WRITE_CONFIDENCE = 0.6
 # A back-office action names the kind of change it asks for: only writes of that kind are offered
 # ("pause campaign X" gets no campaign_create); a tool that declares its own ``actions`` is
@@ -139,9 +137,11 @@ class Bundle:
     tools: tuple[Tool, ...]
     names: Mapping[str, Tool] = field(default_factory=dict)
     trimmed: tuple[str, ...] = ()
-    # The turn asks for a fact and only reads are offered: look it up before replying. A model
-    # client that constrains its output (``local:``) enforces it on the turn's first step.
-    lookup_first: bool = False
+    # The router read the turn as asking for something (a fact, a saved request, a person), not
+    # as a greeting or an unsure turn: a reply before any tool call could only guess at it, or
+    # claim an action that never ran. A model client that constrains its output (``local:``)
+    # enforces it on the turn's first step; the gate catches the guess either way.
+    tool_first: bool = False
 
     def resolve(self, name: str) -> Tool | None:
         return self.names.get(name)
@@ -210,8 +210,8 @@ class ToolPolicyCatalog:
             names[tool.name] = tool
             for alias in self._policies[tool.name].aliases:
                 names.setdefault(alias, tool)
-        reads_only = bool(kept) and not any(self._policies[t.name].writes for t in kept)
-        return Bundle(tuple(kept), names, trimmed, lookup_first=decision.intent in LOOKUP_INTENTS and reads_only)
+        tool_first = bool(kept) and decision.intent not in READ_ONLY_INTENTS
+        return Bundle(tuple(kept), names, trimmed, tool_first=tool_first)
 
     def _candidates(self, decision: RoutingDecision) -> list[tuple[Tool, ToolPolicy]]:
         unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE

@@ -104,7 +104,7 @@ async def run_generation(
     params = ModelRequestParameters(
         function_tools=[
             *(t.definition() for t in bundle.tools),
-            reply_tool_definition(lookup_first=bundle.lookup_first),
+            reply_tool_definition(tool_first=bundle.tool_first),
         ],
         allow_text_output=True,
     )

@@ -9,7 +9,7 @@ from pydantic_ai import ToolDefinition
 
 from frontdesk.capabilities.tools import compact_schema
 from frontdesk.output.blocks import MAX_BLOCKS, Block
-from frontdesk.platform.models.contract import LOOKUP_FIRST, REPLY_TOOL
+from frontdesk.platform.models.contract import REPLY_TOOL, TOOL_FIRST
 from frontdesk.verification.claims import Claim
 
 __all__ = ["REPLY_TOOL", "TerminalPayload", "reply_tool_definition"]
@@ -29,8 +29,8 @@ class TerminalPayload(BaseModel):
 _SCHEMA = compact_schema(TerminalPayload.model_json_schema())
 
 
-def reply_tool_definition(*, lookup_first: bool = False) -> ToolDefinition:
-    """``lookup_first``: the bundle's ``lookup_first``, told to clients that can enforce it."""
+def reply_tool_definition(*, tool_first: bool = False) -> ToolDefinition:
+    """``tool_first``: the bundle's ``tool_first``, told to clients that can enforce it."""
     return ToolDefinition(
         name=REPLY_TOOL,
         description=(
@@ -38,5 +38,5 @@ def reply_tool_definition(*, lookup_first: bool = False) -> ToolDefinition:
             "evidence-bearing assertion the blocks make (prices, services, photos, actions done)."
         ),
         parameters_json_schema=copy.deepcopy(_SCHEMA),
-        metadata={LOOKUP_FIRST: True} if lookup_first else None,
+        metadata={TOOL_FIRST: True} if tool_first else None,
     )

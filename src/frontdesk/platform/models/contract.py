@@ -4,6 +4,6 @@ from __future__ import annotations
 
 # The terminal tool: a reply reaches the customer only through a call of it.
 REPLY_TOOL = "reply"
-# Metadata on the reply tool's definition: this turn asks for a fact of the business, so a client
-# that can (``local:``) makes the first step a lookup.
-LOOKUP_FIRST = "lookup_first"
+# Metadata on the reply tool's definition: this turn asks for something a tool must give or do, so
+# a client that can (``local:``) makes the first step a tool call.
+TOOL_FIRST = "tool_first"

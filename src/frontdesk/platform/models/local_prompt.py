@@ -30,7 +30,7 @@ from pydantic_ai import (
 from pydantic_ai.messages import RetryFeedbackPart, RetryPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
-from frontdesk.platform.models.contract import LOOKUP_FIRST, REPLY_TOOL
+from frontdesk.platform.models.contract import REPLY_TOOL, TOOL_FIRST
 
 DESCRIPTION_CHARS = 240
 
@@ -90,13 +90,14 @@ def tool_section(tools: Sequence[ToolDefinition]) -> str:
 
 
 def allowed_tools(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[ToolDefinition]:
-    """The tools this step may call: all offered ones, except that a turn asking for a fact of the
-    business (``reply`` marked ``lookup_first`` by the loop) must start with a lookup. A small
-    model otherwise answers "500 cards cost $10" from nowhere; the gate would refuse it, but a
-    refused guess is a wasted step and, twice, the hold message."""
+    """The tools this step may call: all offered ones, except that a turn asking for something a
+    tool gives or does (``reply`` marked ``tool_first`` by the loop: a price, a saved request, a
+    person) must start with a tool call. A small model otherwise answers "500 business cards cost
+    $10" from nowhere, or "a person will contact you" without handing over; the gate would refuse
+    either, but a refused guess is a wasted step and, twice, the hold message."""
     tools = list(params.function_tools)
     reply = next((t for t in tools if t.name == REPLY_TOOL), None)
-    if reply is None or not (reply.metadata or {}).get(LOOKUP_FIRST) or len(tools) == 1:
+    if reply is None or not (reply.metadata or {}).get(TOOL_FIRST) or len(tools) == 1:
         return tools
     if any(isinstance(m, ModelResponse) for m in messages[_last_customer_request(messages) :]):
         return tools  # the turn has taken a step already
