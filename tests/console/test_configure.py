@@ -443,7 +443,8 @@ async def test_a_pack_without_a_catalog_says_so(db):
     assert "<img" not in page.text
 
 
-async def test_model_slots_show_provider_and_model_but_no_credentials(db):
+async def test_model_slots_show_provider_and_model_but_no_credentials(db, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-used")  # an embeddings slot is built at start-up
     slot = "openai-compatible:https://bob:hunter2@llm.internal:8443/v1?api_key=sk-live-123#llama3.2"
     console = await build_console(db, model_utility=slot, model_embeddings="openai:text-embedding-3-small")
     async with client(console) as http:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 import uvicorn
+from logging_kit import logging_restored
 
 from frontdesk.app import create_app
 from frontdesk.platform.observability import Observability, configure_logging, log_context, stage
@@ -23,16 +24,8 @@ from harness import make_runtime, reply
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
     """configure_logging changes process-wide state: put it back for the next test."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    names = ("uvicorn", "uvicorn.error", "uvicorn.access")
-    saved_uvicorn = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
-    yield
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, (handlers, propagate) in saved_uvicorn.items():
-        logging.getLogger(name).handlers[:] = handlers
-        logging.getLogger(name).propagate = propagate
+    with logging_restored():
+        yield
 
 
 class _QuietServer(uvicorn.Server):

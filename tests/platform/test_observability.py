@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from logging_kit import logging_restored
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
@@ -59,16 +59,8 @@ async def in_process(app: Any) -> AsyncIterator[httpx2.AsyncClient]:
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     """configure_logging changes process-wide state: put it back for the next test."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    names = ("uvicorn", "uvicorn.error", "uvicorn.access")
-    saved_uvicorn = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
-    yield
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, (handlers, propagate) in saved_uvicorn.items():
-        logging.getLogger(name).handlers[:] = handlers
-        logging.getLogger(name).propagate = propagate
+    with logging_restored():
+        yield
 
 
 # -- /readyz
