@@ -28,10 +28,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
+import harness
 from frontdesk.demo import DEMO_WEBCHAT, seed_demo
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import Contact, Conversation, Job, Message, TurnTrace
+from frontdesk.platform.store.schema import Contact, Conversation, Message, TurnTrace
 
 POSTGRES_URL = os.environ.get("FRONTDESK_TEST_POSTGRES_URL")
 # Skipped only when no PostgreSQL is configured; under CI (FRONTDESK_CI) a missing one fails instead.
@@ -266,24 +267,8 @@ async def conversation_of(db: Database, session: str) -> str | None:
 
 
 async def wait_idle(db: Database, timeout_s: float, settle_s: float = 0.5) -> None:
-    """Until no job is queued or running and every customer message has been answered."""
-    deadline = time.monotonic() + timeout_s
-    quiet_since: float | None = None
-    busy = pending = -1
-    while time.monotonic() < deadline:
-        async with db.read() as s:
-            busy = len(list(await s.scalars(select(Job.id).where(Job.status.in_(["queued", "running"])))))
-            pending = len(
-                list(await s.scalars(select(Message.id).where(Message.role == "user", Message.processed_at.is_(None))))
-            )
-        if busy == 0 and pending == 0:
-            quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since >= settle_s:
-                return
-        else:
-            quiet_since = None
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"not idle after {timeout_s:.0f}s: {busy} jobs busy, {pending} messages unanswered")
+    """The harness's wait, settling longer: jobs are claimed by other processes' pollers."""
+    await harness.wait_idle(db, timeout_s, settle_s)
 
 
 @dataclass(frozen=True)

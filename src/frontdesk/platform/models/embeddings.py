@@ -25,10 +25,9 @@ from typing import Literal, Protocol
 
 from pydantic_ai.embeddings import EmbeddingModel
 from pydantic_ai.exceptions import ModelAPIError as PaiModelAPIError
-from pydantic_ai.exceptions import ModelHTTPError
 
 from frontdesk.errors import ConfigError, ModelAPIError
-from frontdesk.platform.models.gateway import ModelSpec, parse_model_spec
+from frontdesk.platform.models.gateway import ModelSpec, parse_model_spec, vendor_error
 
 EmbedKind = Literal["query", "document"]
 HASH_MODEL = "hash"
@@ -61,15 +60,8 @@ class PydanticAIEmbedder:
             return []
         try:
             result = await self._model.embed(list(texts), input_type=kind)
-        except ModelHTTPError as exc:
-            retry_after = (exc.headers or {}).get("retry-after")
-            raise ModelAPIError(
-                f"{self._name}: HTTP {exc.status_code}",
-                status=exc.status_code,
-                retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
-            ) from exc
-        except PaiModelAPIError as exc:
-            raise ModelAPIError(f"{self._name}: {exc}") from exc
+        except PaiModelAPIError as exc:  # ModelHTTPError included
+            raise vendor_error(self._name, exc) from exc
         vectors = [[float(x) for x in vector] for vector in result.embeddings]
         if len(vectors) != len(texts):
             raise ModelAPIError(f"{self._name}: {len(vectors)} vectors for {len(texts)} texts")

@@ -87,15 +87,20 @@ class PydanticAIClient:
             return await model_request(
                 self._model, list(messages), model_settings=self._settings, model_request_parameters=params
             )
-        except ModelHTTPError as exc:
-            retry_after = (exc.headers or {}).get("retry-after")
-            raise ModelAPIError(
-                f"{self._name}: HTTP {exc.status_code}",
-                status=exc.status_code,
-                retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
-            ) from exc
         except (PaiModelAPIError, UnexpectedModelBehavior) as exc:
-            raise ModelAPIError(f"{self._name}: {exc}") from exc
+            raise vendor_error(self._name, exc) from exc
+
+
+def vendor_error(name: str, exc: PaiModelAPIError | UnexpectedModelBehavior) -> ModelAPIError:
+    """A pydantic-ai failure as ours: an HTTP status and ``Retry-After`` kept, the rest as text."""
+    if isinstance(exc, ModelHTTPError):
+        retry_after = (exc.headers or {}).get("retry-after")
+        return ModelAPIError(
+            f"{name}: HTTP {exc.status_code}",
+            status=exc.status_code,
+            retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+        )
+    return ModelAPIError(f"{name}: {exc}")
 
 
 def build_model(spec: ModelSpec) -> Model:
