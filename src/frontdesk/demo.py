@@ -61,24 +61,20 @@ def offline_chat_model(settings: Settings) -> str | None:
 
 
 def load_with_progress(client: LocalModelClient, console: Console) -> None:
-    """Join and verify the weights (once; a progress bar) and load them, saying what happens."""
+    """Join and verify the weights (the first time: a progress bar over 1.1 GB) and load them,
+    saying what happens; once the file is verified, only the load is reported."""
+    started = time.perf_counter()
     with Progress(
         TextColumn("  {task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=console
     ) as progress:
-        task = progress.add_task("preparing the offline model (once)", total=None)
+        task = progress.add_task("preparing the offline model", total=None)
 
         def joined(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            progress.update(task, completed=done, total=total, description="joining and verifying the weights (once)")
 
         def stage(text: str) -> None:
             progress.update(task, description=text)
 
-        started = time.perf_counter()
         client.load(joined, stage)
-        done = progress.tasks[0].total or 1  # already joined and verified: nothing was counted
-        progress.update(
-            task,
-            total=done,
-            completed=done,
-            description=f"offline model ready in {time.perf_counter() - started:.1f} s",
-        )
+        progress.remove_task(task)
+    console.print(f"  offline model ready in {time.perf_counter() - started:.1f} s")
