@@ -11,13 +11,14 @@ model's prompt cache then keeps the conversation's common prefix between the cal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,13 +82,14 @@ class LocalModelClient:
                 on_stage(f"loading {path.name} ({path.stat().st_size / 1e9:.1f} GB)")
             started = time.perf_counter()
             threads = self._options.threads or os.cpu_count() or 2
-            self._llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=self._options.context,
-                n_threads=threads,
-                n_threads_batch=threads,
-                verbose=False,
-            )
+            with _plain_weight_buffers(llama_cpp):
+                self._llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self._options.context,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
             self._formatter = _chat_formatter(llama_cpp, self._llama, path)
             log.info("local model %s loaded in %.1f s", path.name, time.perf_counter() - started)
 
@@ -188,6 +190,28 @@ def _chat_formatter(llama_cpp: Any, llama: Any, path: Path) -> Any:
         bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
         stop_token_ids=[eos],
     )
+
+
+@contextlib.contextmanager
+def _plain_weight_buffers(llama_cpp: Any) -> Iterator[None]:
+    """Load with llama.cpp's "extra buffer types" off: the weight layouts it picks for the CPU's
+    matrix units (AMX tiles, repacked blocks). A build made on a machine with AMX crashed the
+    process (a general protection fault in libggml-cpu at the first prompt) inside a VM that
+    reports AMX; plain buffers ran the same model there. ``Llama`` offers no argument for it, so
+    its defaults are wrapped for the time of the load (under the load lock)."""
+    module = llama_cpp.llama.llama_cpp  # the ctypes module ``Llama.__init__`` reads its defaults from
+    defaults = module.llama_model_default_params
+
+    def plain() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    module.llama_model_default_params = plain
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = defaults
 
 
 def _import_llama_cpp() -> Any:
