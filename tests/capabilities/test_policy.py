@@ -3,6 +3,7 @@ decision's intent, domains, phase and signals; a greeting or an unsure turn can 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -16,8 +17,10 @@ from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 
 READS = ["search_services", "get_service_detail", "get_service_photos", "get_business_info"]
+# What an unsure turn may use: the entry reads of the discovery domains (photos only when asked for).
+DISCOVERY_READS = ["search_services", "get_service_detail", "get_business_info"]
 WRITES = ["capture_lead", "update_follow_up", "update_customer_info", "refer_to_human"]
-ALL_DOMAINS = frozenset({"catalog", "business", "leads", "follow_ups", "customer", "handoff"})
+ALL_DOMAINS = frozenset({"catalog", "photos", "business", "leads", "follow_ups", "customer", "handoff"})
 PHASES = ("discovery", "capture", "post_capture")
 INTENTS = ("greeting", "browse", "detail_question", "capture", "post_capture", "human_request", "unknown")
 
@@ -97,7 +100,7 @@ def test_a_plain_greeting_gets_no_tools_at_all(printshop):
 
 @pytest.mark.parametrize("domains", [(), ("leads",), ("leads", "customer", "handoff"), ALL_DOMAINS])
 def test_an_unknown_turn_gets_only_the_read_tools_of_the_discovery_domains(printshop, domains):
-    assert offered(printshop, decide("unknown", domains, "capture", 0.3)) == READS
+    assert offered(printshop, decide("unknown", domains, "capture", 0.3)) == DISCOVERY_READS
 
 
 @pytest.mark.parametrize(
@@ -131,10 +134,11 @@ def test_a_capture_turn_is_offered_exactly_the_tools_of_its_domains(printshop):
     assert offered(printshop, decision) == [
         "search_services",
         "get_service_detail",
-        "get_service_photos",
         "capture_lead",
         "update_customer_info",
     ]
+    with_photos = dataclasses.replace(decision, domains=decision.domains | {"photos"})
+    assert "get_service_photos" in offered(printshop, with_photos)
 
 
 def test_a_human_request_is_offered_the_hand_off_in_any_phase(printshop):
@@ -166,15 +170,21 @@ def test_a_write_that_requires_confirmation_needs_the_confirmed_signal(signals, 
 
 
 @pytest.mark.parametrize(
-    ("decision", "tool_first"),
+    ("decision", "tool_first", "first_step"),
     [
-        (decide("detail_question", {"catalog"}), True),  # "how much are cards?": a guess is all a reply could be
-        (decide("browse", {"catalog", "business"}), True),
-        (decide("human_request", {"handoff", "catalog", "customer"}), True),  # "a person will call" needs the hand-off
-        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), True),  # "saved" needs the save
-        (decide("greeting"), False),  # nothing to look up
-        (decide("unknown", confidence=0.3), False),  # unsure: the model may just answer ("thanks!")
+        # "how much are cards?": a guess is all a reply could be
+        (decide("detail_question", {"catalog"}), True, ()),
+        (decide("browse", {"catalog", "business"}), True, ()),
+        # "a person will call" needs the hand-off, and it comes first
+        (decide("human_request", {"handoff", "catalog", "customer"}), True, ("refer_to_human",)),
+        # an order with a name and a phone: "saved" needs the save
+        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), True, ("capture_lead",)),
+        (decide("greeting"), False, ()),  # nothing to look up
+        (decide("unknown", confidence=0.3), False, ()),  # unsure: the model may just answer ("thanks!")
     ],
 )
-def test_a_turn_that_asks_for_something_starts_with_a_tool_call(printshop, decision, tool_first):
-    assert printshop.bundle(decision).tool_first is tool_first
+def test_a_turn_that_asks_for_something_starts_with_a_tool_call(printshop, decision, tool_first, first_step):
+    bundle = printshop.bundle(decision)
+
+    assert bundle.tool_first is tool_first
+    assert bundle.first_step == first_step

@@ -19,7 +19,7 @@ from harness import converse, count, make_runtime, message, replies, reply, repl
 PUBLIC = "http://frontdesk.test"
 PHOTO = f"{PUBLIC}/media/packs/printshop/business-cards-1.png"
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
-CATALOG_TOOLS = ["search_services", "get_service_detail", "get_service_photos"]
+CATALOG_TOOLS = ["search_services", "get_service_detail"]  # photos only when asked for
 CARDS = {"type": "service_presented", "service_id": "business-cards"}
 DETAIL = {"tool": "get_service_detail", "args": {"service_id": "business-cards"}}
 
@@ -196,7 +196,7 @@ async def test_price_fetched_in_an_earlier_turn_may_be_quoted_without_fetching_a
     conv = await converse(
         db,
         script,
-        ("alice", "How much are business cards?"),
+        ("alice", "How much are business cards? Any photos?"),
         ("alice", "ok, so 250 cards then?"),
         ("bob", "ok, so 250 cards then?"),  # nothing fetched in this conversation
     )
@@ -216,7 +216,7 @@ async def test_photo_shown_in_an_earlier_turn_cannot_be_shown_again_without_fetc
     await converse(
         db,
         script,
-        ("s1", "How much are business cards?"),
+        ("s1", "How much are business cards? Any photos?"),
         ("s1", "can I see that photo again?"),
         public_url=PUBLIC,
     )

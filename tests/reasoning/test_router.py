@@ -49,6 +49,17 @@ def row(text: str, state: RouterState, decision: tuple, language: str):
             "es",
         ),
         row("giá in danh thiếp bao nhiêu", NEW, ("detail_question", ["catalog"], "capture", False), "vi"),
+        # pictures only when asked for: a price question is not offered the photo tool
+        row(
+            "can I see photos of your business cards?",
+            NEW,
+            ("detail_question", ["catalog", "photos"], "capture", False),
+            "en",
+        ),
+        row("what do the stickers look like?", NEW, ("detail_question", ["catalog", "photos"], "capture", False), "en"),
+        row("¿Tienen fotos de las lonas?", NEW, ("detail_question", ["catalog", "photos"], "capture", False), "es"),
+        row("cho mình xem ảnh danh thiếp", NEW, ("detail_question", ["catalog", "photos"], "capture", False), "vi"),
+        row("show me some pictures", NEW, ("detail_question", ["catalog", "photos"], "discovery", False), "en"),
         # hours and address
         row("what are your hours?", NEW, ("detail_question", ["business"], "discovery", False), "en"),
         row("¿A qué hora abren?", NEW, ("detail_question", ["business"], "discovery", False), "es"),

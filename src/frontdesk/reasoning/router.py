@@ -6,6 +6,9 @@ so it physically cannot capture a lead. Intents: ``greeting``, ``browse``, ``det
 ``capture`` (contact details with an item in context), ``post_capture`` (a follow-up is open),
 ``human_request``, ``unknown``.
 
+Domains are the print shop's (``catalog``, ``photos`` when pictures are asked for, ``business``,
+``leads``, ``follow_ups``, ``customer``, ``handoff``).
+
 Phases: ``discovery`` (nothing chosen yet), ``capture`` (an item is in context: the tool ledger
 holds a service, or the customer names one), ``post_capture`` (a follow-up is open).
 """
@@ -125,10 +128,14 @@ class Router:
         ]
 
         def decide(intent: str, domains: set[str], confidence: float, side_query: bool = False) -> RoutingDecision:
+            if "photos" in hits and "catalog" in domains:
+                # Pictures only when asked for: offered with every price question, a small model
+                # fetched photos instead of the price it was asked.
+                domains = {*domains, "photos"}
             return RoutingDecision(intent, frozenset(domains), confidence, phase, side_query, tuple(facts), language)
 
         info = {"business"} if "business_info" in hits else set()
-        asks = hits & {"browse", "detail", "business_info", "item_mentioned"}
+        asks = hits & {"browse", "detail", "photos", "business_info", "item_mentioned"}
         # A person may be wanted mid-order: the catalog and the customer's details stay reachable.
         if "human" in hits:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.95)
@@ -146,10 +153,10 @@ class Router:
         if state.open_follow_up and ("update" in hits or "order" in hits):
             return decide("post_capture", {"follow_ups", "customer", "catalog", *another}, 0.85)
         if asks:
-            domains = {*info} | ({"catalog"} if hits & {"browse", "detail", "item_mentioned"} else set())
+            domains = {*info} | ({"catalog"} if hits & {"browse", "detail", "photos", "item_mentioned"} else set())
             if state.open_follow_up:
                 return decide("detail_question", {*domains, "follow_ups"}, 0.8, side_query=True)
-            intent = "detail_question" if hits & {"detail", "business_info", "item_mentioned"} else "browse"
+            intent = "detail_question" if hits & {"detail", "photos", "business_info", "item_mentioned"} else "browse"
             return decide(intent, domains, 0.8)
         if "order" in hits:
             return decide("detail_question", {"catalog"}, 0.7)
