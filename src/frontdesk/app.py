@@ -72,6 +72,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
                 vault=runtime.channel_deps.accounts.vault,
                 settings=runtime.settings,
                 media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()},
+                compact_prompt=runtime.compact_prompt,
             )
         )
     )

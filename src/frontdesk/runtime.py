@@ -84,6 +84,7 @@ class Runtime:
     mcp_sources: list[McpToolSource] = field(default_factory=list)
     search: SearchIndex | None = None
     gateway: ModelGateway | None = None
+    compact_prompt: bool = False  # the chat slot's model reads the compact prompt (chat_prompt_style)
 
     @property
     def chat_client(self) -> ModelClient | None:
@@ -153,6 +154,7 @@ class Runtime:
             settings.chat_response_reserve_tokens,
             settings.chat_tool_result_reserve_tokens,
             settings.chat_tool_schema_budget_tokens,
+            settings.chat_prompt_style,
         )
         preparer = MediaPreparer(
             db,
@@ -236,6 +238,7 @@ class Runtime:
             schema_fit(budget.for_model(gateway.client("chat").name)),
             gateway=gateway,
             search=search,
+            compact_prompt=budget.for_model(gateway.client("chat").name).compact,
         )
 
     async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
@@ -294,6 +297,7 @@ def agent_packs(
             router=Router(pack.lexicons, pack.item_keywords),
             default_policy=pack.default_policy,
             playbook=pack.playbook,
+            compact_playbook=pack.compact_playbook,
             fallback_texts=pack.fallback_texts,
             voice_failed_texts=pack.voice_failed_texts,
             knowledge=load_pack_knowledge(PACKS_DIR / name),

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     chat_response_reserve_tokens: int = Field(default=2048, ge=256)
     chat_tool_result_reserve_tokens: int = Field(default=4096, ge=256)
     chat_tool_schema_budget_tokens: int = Field(default=3000, ge=256)
+    # auto: the short prompt for embedded (``local:``) models, the full one for the others.
+    chat_prompt_style: Literal["auto", "full", "compact"] = "auto"
 
     # -- media (customer images and voice notes, re-hosted from the platforms)
     # Signs /media/m/ URLs; unset: a random key kept in <media_dir>/.signing-key.

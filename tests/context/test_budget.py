@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterator
 from itertools import combinations, product
 
+import pytest
 from pydantic_ai import (
     ModelMessage,
     ModelRequest,
@@ -228,8 +229,11 @@ def every_decision(catalog: ToolPolicyCatalog) -> Iterator[RoutingDecision]:
             yield RoutingDecision(intent, frozenset(chosen), 0.9, phase, signals=signals)
 
 
-def test_no_route_of_any_pack_offers_tool_schemas_over_the_chat_slot_budget():
-    budget = BudgetConfig().for_model("script:demo")
+@pytest.mark.parametrize("model", ["script:demo", "local:qwen2.5-coder-1.5b-instruct"])
+def test_no_route_of_any_pack_offers_tool_schemas_over_the_chat_slot_budget(model):
+    # An embedded model has an 8k window (a 1,638-token schema budget) but reads one line per
+    # tool, not its JSON schema: the budget counts what each model really reads.
+    budget = BudgetConfig().for_model(model)
     packs = agent_packs(Settings(), Database.from_url("sqlite+aiosqlite:///:memory:"), SystemClock())
     sizes: dict[tuple[str, ...], int] = {}
     offenders: list[str] = []
@@ -251,6 +255,20 @@ def test_no_route_of_any_pack_offers_tool_schemas_over_the_chat_slot_budget():
     assert max(sizes.values()) < budget.tool_schema_budget
 
 
+def test_an_embedded_model_gets_the_compact_prompt_unless_the_operator_says_otherwise():
+    packs = agent_packs(Settings(), Database.from_url("sqlite+aiosqlite:///:memory:"), SystemClock())
+    definitions = [t.definition() for t in packs["printshop"].catalog.tools]
+
+    local = BudgetConfig().for_model("local:qwen2.5-coder-1.5b-instruct")
+    hosted = BudgetConfig().for_model("openai:gpt-4o-mini")
+
+    assert (local.compact, hosted.compact) == (True, False)
+    assert BudgetConfig(prompt_style="full").for_model("local:/models/x.gguf").compact is False
+    assert BudgetConfig(prompt_style="compact").for_model("openai:gpt-4o-mini").compact is True
+    # The print shop's eight tools as lines cost a fraction of their JSON schemas.
+    assert local.schema_tokens(definitions) * 3 < hosted.schema_tokens(definitions)
+
+
 # -- settings
 
 
@@ -261,3 +279,13 @@ async def test_the_chat_slot_settings_reach_the_prompt(db):
 
     (trace,) = await traces(db)
     assert (trace.prompt_size["context_window"], trace.prompt_size["history_budget_tokens"]) == (16_384, 1_000)
+
+
+async def test_the_prompt_style_setting_reaches_the_prompt(db):
+    script = {"name": "hi", "default": [reply("Hello!")]}
+
+    await converse(db, script, ("full", "hello"))
+    await converse(db, script, ("compact", "hello"), chat_prompt_style="compact")
+
+    full, compact = await traces(db)
+    assert compact.prompt_size["static_prefix_tokens"] < 0.6 * full.prompt_size["static_prefix_tokens"]

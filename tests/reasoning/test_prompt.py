@@ -61,6 +61,33 @@ def test_the_tail_shows_the_clock_in_the_business_time_zone():
     assert "Local time at the business: Tuesday 2026-06-30 22:30 (America/New_York)" in tail(ContactProfile(), JULY)
 
 
+def test_a_small_models_prompt_keeps_the_rules_the_catalog_and_this_turns_facts_only():
+    compact_prefix = static_prefix(
+        PACK.business_name, POLICY, PACK.playbook, compact=True, compact_playbook=PACK.compact_playbook
+    )
+    decision = RoutingDecision("detail_question", frozenset({"catalog"}), 0.8, "capture", language="es")
+    full_tail = dynamic_tail(MARCH.astimezone(POLICY.zone), context(ContactProfile(), MARCH), decision, ["x"])
+    compact_tail = dynamic_tail(
+        MARCH.astimezone(POLICY.zone), context(ContactProfile(name="Ana"), MARCH), decision, ["x"], compact=True
+    )
+
+    # What a small model needs: who it speaks for, never to invent, the owner's rules for saving
+    # and handing over, the catalog's ids, the language; the answer format comes with its tools.
+    assert "Never invent" in prefix()
+    assert "never invent a price" in compact_prefix
+    for kept in (POLICY.business_description, POLICY.escalate_when, "business-cards = Business cards"):
+        assert kept in compact_prefix, kept
+    assert POLICY.tone not in compact_prefix
+    assert "Reply in Spanish." in compact_tail
+    assert "Ana" in compact_tail
+    # Sections with nothing in them are left out instead of saying "None.".
+    assert "None." not in compact_tail
+    assert "Empty." not in compact_tail
+    assert "None." in full_tail
+    assert count_tokens(compact_prefix) < 0.6 * count_tokens(prefix())
+    assert count_tokens(compact_tail) * 2 < count_tokens(full_tail)
+
+
 def test_build_prompt_puts_the_static_prefix_first_and_the_tail_after_the_history():
     at = MARCH
     history = (TurnMessage(1, "user", "text", "hi", at), TurnMessage(2, "assistant", "text", "Hello!", at))

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from pydantic_ai import ToolDefinition
 
+from frontdesk.platform.models.local_prompt import tool_line
 from frontdesk.platform.tokens import EncodingName, count_tokens
 
 M = TypeVar("M")
@@ -41,7 +42,12 @@ class ModelFamily:
     context_window: int
     encoding: EncodingName = "o200k_base"
     token_margin: float = 1.0
+    # A small model does better on a short prompt (``context.identity``'s compact playbook, no
+    # reference notes, tools as one line each): the embedded models get it by default.
+    compact_prompt: bool = False
 
+
+PromptStyle = Literal["auto", "full", "compact"]
 
 # Most specific first. Windows are the vendors' published input limits (tokens).
 KNOWN_MODELS: tuple[ModelFamily, ...] = (
@@ -62,7 +68,7 @@ KNOWN_MODELS: tuple[ModelFamily, ...] = (
     ModelFamily("openai-compatible", "", 16_384, token_margin=1.25),
     ModelFamily("script", "", 128_000),
     # An embedded model's window is the context it is loaded with (``local_model_context``).
-    ModelFamily("local", "", 8_192, token_margin=1.25),
+    ModelFamily("local", "", 8_192, token_margin=1.25, compact_prompt=True),
 )
 UNKNOWN_MODEL = ModelFamily("", "", 32_768, token_margin=1.25)
 
@@ -88,6 +94,7 @@ class ContextBudget:
     tool_schema_budget: int
     history_max: int
     encoding: EncodingName = "o200k_base"
+    compact: bool = False  # the short prompt for small models (see ``ModelFamily.compact_prompt``)
 
     def count(self, text: str) -> int:
         return count_tokens(text, self.encoding)
@@ -99,6 +106,10 @@ class ContextBudget:
         return max(0, min(self.history_max, left))
 
     def schema_tokens(self, definitions: Sequence[ToolDefinition]) -> int:
+        """What the tools cost in the prompt: their JSON schemas, or, for a compact-prompt model
+        (an embedded one, whose grammar enforces the schemas), the one line each that it reads."""
+        if self.compact:
+            return sum(self.count(tool_line(d)) for d in definitions)
         return sum(self.count(schema_text(d)) for d in definitions)
 
 
@@ -111,6 +122,7 @@ class BudgetConfig:
     response_reserve_tokens: int = 2_048
     tool_result_reserve_tokens: int = 4_096
     tool_schema_budget_tokens: int = 3_000
+    prompt_style: PromptStyle = "auto"  # auto: compact for the families marked so
 
     def for_model(self, model_name: str) -> ContextBudget:
         family = model_family(model_name)
@@ -124,6 +136,7 @@ class BudgetConfig:
             tool_schema_budget=min(self.tool_schema_budget_tokens, window // 4),
             history_max=self.history_max_tokens,
             encoding=family.encoding,
+            compact=self.prompt_style == "compact" or (self.prompt_style == "auto" and family.compact_prompt),
         )
 
 

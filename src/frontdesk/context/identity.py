@@ -88,8 +88,38 @@ Out of scope: {out_of_scope}
 Tone: {tone}"""
 
 
-def static_prefix(business_name: str, policy: IdentityPolicy, pack_playbook: str) -> str:
-    """The cacheable head of every prompt: no clock, no customer, nothing that changes per turn."""
+# For a small model (``ContextBudget.compact``): the same rules in a third of the words. The
+# answer format and the claims live in the embedded model's own tool section, and the grammar
+# enforces them; the verification gate stays the same, so nothing here is weaker, only shorter.
+COMPACT_PLAYBOOK = """\
+You are the customer assistant of {business}, answering its customers on a messaging channel.
+- State only what a tool returned: never invent a price, turnaround, photo, id or opening hour.
+- Never say you saved, forwarded or changed something unless its tool ran this turn.
+- Answer every customer message of the turn in one reply, in the customer's language, short and friendly.
+- Notes for the team (lead summaries, hand-over reasons) are in {operator_language}."""
+
+# The owner's fields a compact prompt keeps (when written): what the business is, and when to
+# save a request or hand over. Tone and out-of-scope advice are where a small model gains least.
+COMPACT_POLICY_FIELDS = {
+    "business_description": "About the business",
+    "lead_capture_when": "When to save a request",
+    "escalate_when": "When to hand over to a person",
+}
+
+
+def static_prefix(
+    business_name: str,
+    policy: IdentityPolicy,
+    pack_playbook: str,
+    *,
+    compact: bool = False,
+    compact_playbook: str | None = None,
+) -> str:
+    """The cacheable head of every prompt: no clock, no customer, nothing that changes per turn.
+    ``compact``: the short version for a small model, with the pack's ``compact_playbook`` if it
+    has one."""
+    if compact:
+        return _compact_prefix(business_name, policy, pack_playbook if compact_playbook is None else compact_playbook)
     text = PLAYBOOK.format(
         business=business_name,
         operator_language=policy.operator_language_name,
@@ -104,3 +134,10 @@ def static_prefix(business_name: str, policy: IdentityPolicy, pack_playbook: str
 
 def prefix_hash(prefix: str) -> str:
     return hashlib.sha256(prefix.encode("utf-8")).hexdigest()
+
+
+def _compact_prefix(business_name: str, policy: IdentityPolicy, pack_playbook: str) -> str:
+    text = COMPACT_PLAYBOOK.format(business=business_name, operator_language=policy.operator_language_name)
+    owner = [f"{label}: {value}" for name, label in COMPACT_POLICY_FIELDS.items() if (value := getattr(policy, name))]
+    parts = [text, "# The business\n" + "\n".join(owner) if owner else "", pack_playbook.strip()]
+    return "\n\n".join(part for part in parts if part)

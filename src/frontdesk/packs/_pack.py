@@ -46,6 +46,8 @@ class Pack:
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
     # Search collections the pack ships (collection -> its documents): indexed at start-up.
     search_documents: Mapping[str, Callable[[], Sequence[Document]]] = field(default_factory=dict)
+    # The playbook a small model reads (``chat_prompt_style`` compact); None: ``playbook``.
+    compact_playbook: str | None = None
 
     async def sync_search(self, index: SearchIndex) -> dict[str, IndexReport]:
         """Index the pack's search collections (start-up): unchanged documents cost one read."""

@@ -62,6 +62,8 @@ class AgentPack:
     router: TurnRouter
     default_policy: Mapping[str, Any]
     playbook: str
+    # The playbook for a small model (``chat_prompt_style``); None: the same playbook.
+    compact_playbook: str | None = None
     fallback_texts: Mapping[str, str] = field(default_factory=dict)
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
     # The conversation's open multi-step flow, if the pack has flows: (phase, domains).
@@ -134,6 +136,7 @@ class Agent:
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
         policy = merge_policy(pack.default_policy, context.policy_overrides)
         state = context.ledgers
+        state.customer_contacts = (turn.batch_text, *(c for c in (context.contact.phone, context.contact.email) if c))
         with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
             flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
             decision = pack.router.route(
@@ -162,11 +165,17 @@ class Agent:
                     "frontdesk.tools_offered": len(bundle.tools),
                 }
             )
-        prefix = static_prefix(turn.business_name, policy, pack.playbook)
-        notes = pack.knowledge.select(decision, KNOWLEDGE_TOKEN_CAP) if pack.knowledge is not None else []
-        tail = dynamic_tail(now.astimezone(policy.zone), context, decision, bundle.tool_names, notes)
-        definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
         budget = self._budget.for_model(self.model_name)
+        prefix = static_prefix(
+            turn.business_name, policy, pack.playbook, compact=budget.compact, compact_playbook=pack.compact_playbook
+        )
+        # A small model reads no reference notes: they are advice, and it follows advice poorly
+        # while every token of prompt costs it seconds on a CPU.
+        knowledge = None if budget.compact else pack.knowledge
+        notes = knowledge.select(decision, KNOWLEDGE_TOKEN_CAP) if knowledge is not None else []
+        now_local = now.astimezone(policy.zone)
+        tail = dynamic_tail(now_local, context, decision, bundle.tool_names, notes, compact=budget.compact)
+        definitions = [*(t.definition() for t in bundle.tools), reply_tool_definition()]
         images = await self._images(turn)
         prompt = build_prompt(turn, prefix, prefix_hash(prefix), tail, definitions, images, budget)
         if prompt.size["tool_schema_tokens"] > budget.tool_schema_budget:

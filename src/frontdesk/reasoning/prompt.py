@@ -57,9 +57,15 @@ def dynamic_tail(
     decision: RoutingDecision,
     tool_names: Sequence[str],
     notes: Sequence[Snippet] = (),
+    *,
+    compact: bool = False,
 ) -> str:
     """The per-turn part of the prompt. ``notes`` (the knowledge registry's pick for this route)
-    live here, not in the prefix: they change with the route, and the prefix must not."""
+    live here, not in the prefix: they change with the route, and the prefix must not.
+    ``compact`` (a small model): only what this turn has (no empty sections) and the reply's
+    language; the embedded model's own tool section lists the tools."""
+    if compact:
+        return _compact_tail(now_local, context, decision)
     sections: list[tuple[str, list[str]]] = [
         ("Now", [f"Local time at the business: {now_local:%A %Y-%m-%d %H:%M} ({now_local.tzinfo})"]),
         ("The customer (saved details)", context.contact.lines() or ["Nothing saved yet."]),
@@ -85,6 +91,22 @@ def dynamic_tail(
     if decision.side_query:
         route.append("A side question during an open request: answer it; the request stays open.")
     sections.append(("Route", route))
+    return "\n\n".join(f"# {title}\n" + "\n".join(lines) for title, lines in sections if lines)
+
+
+def _compact_tail(now_local: datetime, context: ConversationContext, decision: RoutingDecision) -> str:
+    sections: list[tuple[str, list[str]]] = [
+        ("Now", [f"{now_local:%A %Y-%m-%d %H:%M} at the business"]),
+        ("The customer (saved details)", context.contact.lines()),
+        ("Open tasks for this customer", [t.line() for t in context.open_tasks]),
+        ("Conversation memory", context.episodic.lines() if context.episodic is not None else []),
+        ("Facts fetched earlier", context.ledgers.lines()),
+    ]
+    language = LANGUAGE_NAMES.get(decision.language, decision.language)
+    route = [f"Reply in {language}."]
+    if decision.side_query:
+        route.append("A side question during an open request: answer it; the request stays open.")
+    sections.append(("This turn", route))
     return "\n\n".join(f"# {title}\n" + "\n".join(lines) for title, lines in sections if lines)
 
 

@@ -24,6 +24,9 @@ class PolicySource(Protocol):
     @property
     def playbook(self) -> str: ...
 
+    @property
+    def compact_playbook(self) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class ConsoleConfig:
@@ -62,3 +65,6 @@ class ConsoleDeps:
     vault: Vault | None = None
     settings: Settings | None = None
     media_dirs: Mapping[str, Path] = field(default_factory=dict)
+    # The chat model reads the compact prompt (``Runtime.compact_prompt``): the prefix hash shown
+    # is the one the agent will record.
+    compact_prompt: bool = False

@@ -154,4 +154,8 @@ async def _policy_of(deps: ConsoleDeps, me: Principal) -> tuple[Tenant, Identity
 def _hash(deps: ConsoleDeps, tenant: Tenant, policy: IdentityPolicy) -> str:
     """The prefix hash the agent will record on its next turn (same inputs as ``reasoning.agent``)."""
     pack = deps.packs.get(tenant.pack)
-    return prefix_hash(static_prefix(tenant.name, policy, pack.playbook if pack else ""))
+    playbook, compact_playbook = (pack.playbook, pack.compact_playbook) if pack else ("", None)
+    prefix = static_prefix(
+        tenant.name, policy, playbook, compact=deps.compact_prompt, compact_playbook=compact_playbook
+    )
+    return prefix_hash(prefix)

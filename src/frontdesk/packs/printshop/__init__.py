@@ -23,6 +23,13 @@ PLAYBOOK = """\
   then tell the customer a person will reply."""
 
 
+# For a small model: what its tool list and answer rules do not already say.
+COMPACT_PLAYBOOK = """\
+# The print shop
+- A service whose price is "not set" is quoted by the team: offer to take the request.
+- capture_lead needs a name and a phone or e-mail: ask for what is missing, never guess it."""
+
+
 def _service_index() -> str:
     """The catalog's ids and names, so no model guesses an id (a small one otherwise calls
     get_service_detail("business_card") and gives up). Names only: prices still come from tools."""
@@ -61,6 +68,7 @@ PACK = Pack(
     item_keywords={s.id: [s.name.lower(), *s.keywords] for s in catalog().services},
     default_policy=json.loads((DATA_DIR / "policy.json").read_text(encoding="utf-8")),
     playbook=f"{PLAYBOOK}\n{_service_index()}",
+    compact_playbook=f"{COMPACT_PLAYBOOK}\n{_service_index()}",
     media_dir=PHOTOS_DIR,
     fallback_texts=FALLBACK_TEXTS,
     voice_failed_texts=VOICE_FAILED_TEXTS,

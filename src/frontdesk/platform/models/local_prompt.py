@@ -30,7 +30,7 @@ from pydantic_ai import (
 from pydantic_ai.messages import RetryFeedbackPart, RetryPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
-from frontdesk.platform.models.contract import REPLY_TOOL, TOOL_FIRST
+from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_TOOL, TOOL_FIRST
 
 DESCRIPTION_CHARS = 240
 
@@ -83,10 +83,12 @@ def tool_section(tools: Sequence[ToolDefinition]) -> str:
     """The answer format and the tools: a conversation's rules when ``reply`` is among them, else
     (background work such as a memory summary) just the call format."""
     rules = FORMAT_RULES if any(t.name == REPLY_TOOL for t in tools) else CALL_FORMAT
-    lines = [rules, "# Tools"]
-    for tool in tools:
-        lines.append(f"- {tool.name}({_signature(tool)}): {_first_sentences(tool.description or '')}")
-    return "\n".join(lines)
+    return "\n".join([rules, "# Tools", *(tool_line(tool) for tool in tools)])
+
+
+def tool_line(tool: ToolDefinition) -> str:
+    """A tool as a small model reads it: name, arguments (``?`` when optional), first sentence."""
+    return f"- {tool.name}({_signature(tool)}): {_first_sentences(tool.description or '')}"
 
 
 def allowed_tools(messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[ToolDefinition]:
@@ -94,14 +96,18 @@ def allowed_tools(messages: Sequence[ModelMessage], params: ModelRequestParamete
     tool gives or does (``reply`` marked ``tool_first`` by the loop: a price, a saved request, a
     person) must start with a tool call. A small model otherwise answers "500 business cards cost
     $10" from nowhere, or "a person will contact you" without handing over; the gate would refuse
-    either, but a refused guess is a wasted step and, twice, the hold message."""
+    either, but a refused guess is a wasted step and, twice, the hold message. When the router
+    named the tools to start with (``first_step``: the hand-over for a person asked for, saving
+    the request for an order with contact details), the first step is one of those."""
     tools = list(params.function_tools)
     reply = next((t for t in tools if t.name == REPLY_TOOL), None)
-    if reply is None or not (reply.metadata or {}).get(TOOL_FIRST) or len(tools) == 1:
+    metadata = (reply.metadata or {}) if reply is not None else {}
+    if not metadata.get(TOOL_FIRST) or len(tools) == 1:
         return tools
     if any(isinstance(m, ModelResponse) for m in messages[_last_customer_request(messages) :]):
         return tools  # the turn has taken a step already
-    return [t for t in tools if t.name != REPLY_TOOL]
+    first = [t for t in tools if t.name in set(metadata.get(FIRST_STEP) or ())]
+    return first or [t for t in tools if t.name != REPLY_TOOL]
 
 
 def _last_customer_request(messages: Sequence[ModelMessage]) -> int:
@@ -117,7 +123,9 @@ def call_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     options: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
     for index, tool in enumerate(tools):
-        args = copy.deepcopy(tool.parameters_json_schema) or {"type": "object", "properties": {}}
+        # What could pass the verification gate at this step, when the loop says (see contract).
+        narrowed = (tool.metadata or {}).get(GATE_SCHEMA)
+        args = copy.deepcopy(narrowed or tool.parameters_json_schema) or {"type": "object", "properties": {}}
         prefix = f"t{index}_"
         for name, sub in args.pop("$defs", {}).items():
             defs[prefix + name] = _rename_refs(sub, prefix)
