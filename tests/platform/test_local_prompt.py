@@ -63,6 +63,27 @@ def test_the_schema_refuses_anything_else(payload):
     assert not valid(call_schema(PARAMS.function_tools), payload)
 
 
+def test_before_a_photo_was_fetched_the_reply_can_hold_text_only():
+    image = {"type": "image_group", "urls": ["https://shop.example/cards.png"]}
+    shown = {"type": "images_shown", "photo_ids": ["business-cards-1"]}
+    with_image = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Here!"}, image], "claims": [shown]}}
+    text = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Hello!"}], "claims": []}}
+
+    before = call_schema([reply_tool_definition(photos_fetched=False)])
+    after = call_schema([reply_tool_definition(photos_fetched=True)])
+
+    # An image nothing fetched can only be refused by the gate: the grammar does not offer one.
+    assert valid(before, text)
+    assert not valid(before, with_image)
+    assert valid(after, text)
+    assert valid(after, with_image)
+    # What hosted models see (and cache) is the same either way.
+    assert (
+        reply_tool_definition(photos_fetched=False).parameters_json_schema
+        == reply_tool_definition().parameters_json_schema
+    )
+
+
 def test_definitions_of_different_tools_cannot_collide():
     schema = call_schema(PARAMS.function_tools)
     refs = json.dumps(schema)
@@ -150,6 +171,26 @@ def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
     assert [t.name for t in allowed_tools(looked_up, asking)][-1] == "reply"
     assert [t.name for t in allowed_tools(question, PARAMS)][-1] == "reply"  # not a question for a fact
     assert [t.name for t in allowed_tools(question, params_for(tool_first=True))] == ["reply"]  # nothing to look up
+
+
+def test_a_turn_the_router_read_as_a_hand_over_starts_with_it():
+    from frontdesk.platform.models.local_prompt import allowed_tools
+
+    tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
+    reply = reply_tool_definition(tool_first=True, first_step=["refer_to_human"])
+    params = ModelRequestParameters(
+        function_tools=[tools["search_services"].definition(), tools["refer_to_human"].definition(), reply],
+        allow_text_output=True,
+    )
+    question = [ModelRequest(parts=[UserPromptPart("my order arrived damaged, I want a refund")])]
+    handed_over = [
+        *question,
+        ModelResponse(parts=[ToolCallPart("refer_to_human", {"reason_for_team": "refund"}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("refer_to_human", {"ok": True}, tool_call_id="c1")]),
+    ]
+
+    assert [t.name for t in allowed_tools(question, params)] == ["refer_to_human"]
+    assert [t.name for t in allowed_tools(handed_over, params)] == ["search_services", "refer_to_human", "reply"]
 
 
 def test_background_work_gets_the_call_format_without_the_conversation_rules():

@@ -11,6 +11,7 @@ from pydantic_ai import ModelRequest, UserPromptPart
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolResult
 from frontdesk.context.truncation import ResultAllowance
 from frontdesk.output.blocks import TextBlock
+from frontdesk.platform.models.contract import GATE_SCHEMA
 from frontdesk.reasoning.loop import FALLBACK_TEXT, Outcome, run_generation
 from frontdesk.reasoning.salvage import salvage_reply
 from harness import script_client
@@ -146,3 +147,32 @@ async def test_a_result_that_fits_keeps_all_its_evidence():
 
     assert "truncated_from_tokens" not in result.tool_calls[0]
     assert result.outcome == Outcome.REPLIED
+
+
+# -- what a constraining client is told at each step
+
+
+async def test_the_reply_may_show_images_only_once_a_tool_returned_a_photo():
+    async def photos(args: Everything, _ctx: ToolContext) -> ToolResult:
+        url = "https://shop.example/cards.png"
+        return ToolResult({"photos": [{"id": "cards-1", "url": url}]}, ToolEvidence(photos={"cards-1": url}))
+
+    seen: list[tuple[bool, dict]] = []
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self) -> None:
+            self._script = script_client({"steps": [{"tool": "photos", "args": {}}, {"reply": PAYLOAD}]})
+
+        async def request(self, messages, params):
+            reply = next(t for t in params.function_tools if t.name == "reply")
+            seen.append((GATE_SCHEMA in (reply.metadata or {}), reply.parameters_json_schema))
+            return await self._script.request(messages, params)
+
+    result = await run_generation(Recording(), ask("photos?"), [Tool("photos", "photos", Everything, photos)], CONTEXT)
+
+    assert result.outcome == Outcome.REPLIED
+    # Step 1: no photo yet, so the narrower (text-only) schema; step 2: the photo is there.
+    assert [narrowed for narrowed, _ in seen] == [True, False]
+    assert seen[0][1] == seen[1][1]  # the schema hosted models cache never changes within a turn

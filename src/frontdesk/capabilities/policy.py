@@ -113,6 +113,9 @@ class ToolPolicy:
     # its operation (``ACTION_OPERATIONS``). Declared, so "pause campaign X" is offered the pause
     # and not every campaign write.
     actions: frozenset[str] = frozenset()
+    # Router intents whose turn should start with this tool ("human_request" -> the hand-over):
+    # told to clients that constrain their first step (``Bundle.first_step``).
+    first_for: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.home is not None and self.home not in self.domains:
@@ -142,6 +145,9 @@ class Bundle:
     # claim an action that never ran. A model client that constrains its output (``local:``)
     # enforces it on the turn's first step; the gate catches the guess either way.
     tool_first: bool = False
+    # Narrower still: the tools this turn should start with (their policies' ``first_for`` name
+    # the turn's intent), such as the hand-over when a customer asks for a person.
+    first_step: tuple[str, ...] = ()
 
     def resolve(self, name: str) -> Tool | None:
         return self.names.get(name)
@@ -211,7 +217,8 @@ class ToolPolicyCatalog:
             for alias in self._policies[tool.name].aliases:
                 names.setdefault(alias, tool)
         tool_first = bool(kept) and decision.intent not in READ_ONLY_INTENTS
-        return Bundle(tuple(kept), names, trimmed, tool_first=tool_first)
+        first_step = tuple(t.name for t in kept if decision.intent in self._policies[t.name].first_for)
+        return Bundle(tuple(kept), names, trimmed, tool_first=tool_first, first_step=first_step if tool_first else ())
 
     def _candidates(self, decision: RoutingDecision) -> list[tuple[Tool, ToolPolicy]]:
         unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE

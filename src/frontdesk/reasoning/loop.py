@@ -101,13 +101,19 @@ async def run_generation(
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
     run = _Run(bundle, context, state, fallback_text, results)
-    params = ModelRequestParameters(
-        function_tools=[
-            *(t.definition() for t in bundle.tools),
-            reply_tool_definition(tool_first=bundle.tool_first),
-        ],
-        allow_text_output=True,
-    )
+
+    def parameters() -> ModelRequestParameters:
+        photos_fetched = any(evidence.photos for evidence in state.turn_evidence)
+        return ModelRequestParameters(
+            function_tools=[
+                *(t.definition() for t in bundle.tools),
+                reply_tool_definition(
+                    tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
+                ),
+            ],
+            allow_text_output=True,
+        )
+
     history = list(messages)
     prose_hinted = False
     first_prose = ""
@@ -120,7 +126,7 @@ async def run_generation(
             MODEL_REQUEST, {"frontdesk.slot": slot, "gen_ai.request.model": model.name, "frontdesk.step": step}
         ) as span:
             try:
-                response = await model.request(history, params)
+                response = await model.request(history, parameters())
             except ModelAPIError as exc:
                 obs.model_failed(slot, model.name, time.perf_counter() - started)
                 obs.failed(span, f"model error (status {exc.status})" if exc.status else "model error")

@@ -7,3 +7,11 @@ REPLY_TOOL = "reply"
 # Metadata on the reply tool's definition: this turn asks for something a tool must give or do, so
 # a client that can (``local:``) makes the first step a tool call.
 TOOL_FIRST = "tool_first"
+# Metadata on the reply tool's definition: the tools the first step should choose from (the
+# router's reading of the turn: a person asked for -> the hand-over).
+FIRST_STEP = "first_step"
+# Metadata on the reply tool's definition: a narrower JSON schema of its arguments, holding only
+# what could pass the verification gate at this step (no image block before a tool returned a
+# photo). A client that constrains its output (``local:``) generates under it; the tool's own
+# schema, the one hosted models see and cache, stays the same for the whole turn.
+GATE_SCHEMA = "gate_schema"
