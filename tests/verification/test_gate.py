@@ -269,3 +269,44 @@ def d(value: str) -> Decimal:
 )
 def test_money_amounts_finds_prices_in_every_language_and_nothing_else(text, amounts):
     assert money_amounts(text) == amounts
+
+
+# -- contact details: a phone number or e-mail only if a tool returned it or the customer gave it
+
+SHOP_INFO = (
+    "get_business_info",
+    ToolResult(
+        {},
+        ToolEvidence(facts=frozenset({"business_info"}), contacts=("+1 555 0100 123", "hello@demoprint.example")),
+        None,
+        "business",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "earlier", "now", "customer", "refused"),
+    [
+        # a small model's own invention, on a hand-over turn
+        ("To reach our staff, call 123-456-7890 or visit our website.", [], [HANDOFF], (), ["123-456-7890"]),
+        ("Write to us at sales@printshop.com.", [], [SEARCH], (), ["sales@printshop.com"]),
+        # what the business-info tool returned, this turn or in the ledger, with or without the country code
+        ("Call us on +1 555 0100 123 or hello@demoprint.example.", [], [SHOP_INFO], (), []),
+        ("Our number is (555) 0100-123.", [SHOP_INFO], [], (), []),
+        # the customer's own number, repeated back
+        ("We'll call you at 555-123-4567.", [], [], ("Call me back, 555 123 4567",), []),
+        ("Noted: ana@example.com", [], [], ("ana@example.com",), []),
+        # not contact details: dates, quantity ranges, prices
+        ("Ready on 2026-12-01; 500-1000 cards cost $45.", [], [SEARCH], (), []),
+    ],
+)
+def test_contact_details_in_a_reply_must_come_from_a_tool_or_the_customer(text, earlier, now, customer, refused):
+    state = turn(earlier, now)
+    state.customer_contacts = customer
+
+    verdict = verify(ReplyContent(text), [], state)
+
+    found = [reason for rule, reason in failures(verdict) if rule == "contact"]
+    assert len(found) == len(refused)
+    for reason, written in zip(found, refused, strict=True):
+        assert written in reason

@@ -35,6 +35,7 @@ class ToolEvidence:
     ``photos``: photo id -> URL of photos returned (the image companion rule's sources).
     ``facts``: named blocks of information loaded, e.g. ``business_info``.
     ``events``: side effects that really happened, as (event, reference) pairs.
+    ``contacts``: phone numbers and e-mail addresses returned (the contact companion rule's sources).
     """
 
     references: frozenset[str] = frozenset()
@@ -43,6 +44,7 @@ class ToolEvidence:
     photos: Mapping[str, str] = field(default_factory=dict)
     facts: frozenset[str] = frozenset()
     events: tuple[tuple[str, str | None], ...] = ()
+    contacts: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class ToolEvidence:
             "photos": dict(self.photos),
             "facts": sorted(self.facts),
             "events": [list(e) for e in self.events],
+            "contacts": list(self.contacts),
         }
 
     def visible_in(self, shown: str) -> ToolEvidence:
@@ -69,6 +72,7 @@ class ToolEvidence:
             photos={photo: url for photo, url in self.photos.items() if photo in shown or url in shown},
             facts=self.facts,
             events=self.events,
+            contacts=tuple(c for c in self.contacts if c in shown),
         )
 
     @classmethod
@@ -82,6 +86,7 @@ class ToolEvidence:
             photos={str(k): str(v) for k, v in dict(data.get("photos", {})).items()},
             facts=frozenset(map(str, data.get("facts", ()))),
             events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),
+            contacts=tuple(map(str, data.get("contacts", ()))),
         )
 
 

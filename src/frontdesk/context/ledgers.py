@@ -79,6 +79,9 @@ class WorkingState:
     # Ids of the conversation's open tasks: an earlier action proves a claim only while its
     # follow-up or hand-off is still open.
     open_references: frozenset[str] = frozenset()
+    # Where the customer's own phone numbers and e-mails are (this turn's messages, the saved
+    # profile): a reply may repeat them back ("we'll call you at ...") though no tool returned them.
+    customer_contacts: tuple[str, ...] = ()
 
     def record(self, tool_name: str, result: ToolResult) -> None:
         """After a tool step: keep its evidence for this turn and update both windows."""

@@ -102,7 +102,7 @@ class Expect(_Strict):
     @field_validator("claims_accepted", "claims_rejected")
     @classmethod
     def _known_claims(cls, value: list[str], info: Any) -> list[str]:
-        known = set(CLAIM_TYPES) | ({"price", "image"} if info.field_name == "claims_rejected" else set())
+        known = set(CLAIM_TYPES) | ({"price", "image", "contact"} if info.field_name == "claims_rejected" else set())
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(f"unknown claim types {unknown} (known: {', '.join(sorted(known))})")

@@ -2,8 +2,9 @@
 
 ``verify`` audits the claims the model filed and the companion rules that catch what it did not
 declare: every money amount in the text must be a price of a row a tool returned (this turn or
-in the tool ledger window), and every image URL must be a photo fetched this turn. The loop
-turns a rejection into one hinted retry, then a safe fallback; the gate only judges.
+in the tool ledger window), every image URL must be a photo fetched this turn, and every phone
+number or e-mail address must be one a tool returned or the customer gave. The loop turns a
+rejection into one hinted retry, then a safe fallback; the gate only judges.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from frontdesk.verification.claims import (
     LeadCaptured,
     ServicePresented,
 )
+from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.money import money_values
 
 _IMAGE_URL = re.compile(r"https?://\S+?\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
@@ -89,7 +91,12 @@ def verify(reply: ReplyContent, claims: Sequence[Claim], state: WorkingState) ->
 
 def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim] = ()) -> list[Failure]:
     """The rules that hold whether or not the model declared anything (salvaged prose too)."""
-    return [*_price_failures(reply, state, claims), *_image_failures(reply, state), *_action_failures(reply, state)]
+    return [
+        *_price_failures(reply, state, claims),
+        *_image_failures(reply, state),
+        *_contact_failures(reply, state),
+        *_action_failures(reply, state),
+    ]
 
 
 def _proven_events(state: WorkingState) -> set[tuple[str, str | None]]:
@@ -202,6 +209,20 @@ def _image_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
         Failure("image", f"the image {url} is not a photo fetched this turn; show only photos a tool returned")
         for url in dict.fromkeys(urls)
         if _normal_url(url) not in allowed
+    ]
+
+
+def _contact_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
+    evidence = (*state.turn_evidence, *state.earlier_evidence())
+    allowed = keys_of([*(c for e in evidence for c in e.contacts), *state.customer_contacts])
+    return [
+        Failure(
+            "contact",
+            f"the {value.kind} {value.written} is not one a tool returned or the customer gave; "
+            "never invent contact details",
+        )
+        for value in {v.key: v for v in contact_values(reply.text)}.values()
+        if not known(value, allowed)
     ]
 
 

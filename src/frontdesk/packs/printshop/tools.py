@@ -193,7 +193,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         output = {**info.model_dump(), "local_time_now": local.strftime("%A %H:%M")}
         return ToolResult(
             output=output,
-            evidence=ToolEvidence(facts=frozenset({"business_info"})),
+            evidence=ToolEvidence(facts=frozenset({"business_info"}), contacts=(info.phone, info.email, info.website)),
             summary={"address": info.address, "phone": info.phone, "hours": [h.model_dump() for h in info.hours]},
             state_key="business",
         )
@@ -263,7 +263,11 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             )
         return ToolResult(
             output=output,
-            evidence=ToolEvidence(references=frozenset({service.id}), events=(("lead_captured", task.id),)),
+            evidence=ToolEvidence(
+                references=frozenset({service.id}),
+                events=(("lead_captured", task.id),),
+                contacts=tuple(c for c in (contact.phone, contact.email) if c),  # saved: may be read back
+            ),
             summary={"follow_up_id": task.id, "service": service.name, "quantity": saved_quantity},
             state_key=f"lead:{task.id}",
         )
@@ -303,7 +307,10 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             saved = {"name": contact.name, "phone": contact.phone, "email": contact.email}
         return ToolResult(
             output={"saved": saved},
-            evidence=ToolEvidence(events=(("customer_info_updated", None),)),
+            evidence=ToolEvidence(
+                events=(("customer_info_updated", None),),
+                contacts=tuple(c for c in (saved["phone"], saved["email"]) if c),
+            ),
             summary={"saved": sorted(k for k, v in args.model_dump().items() if v)},
             state_key="customer",
         )
