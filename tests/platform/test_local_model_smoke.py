@@ -80,3 +80,6 @@ async def test_three_print_shop_turns_through_the_local_model_ship_verified_payl
             assert blocks[0].type == "text"
             assert blocks[0].text in hold_messages
     assert {r.status for r in receipts} == {"sent"}
+    # The model answers, not only the hold message: the greeting needs no tool, and a reply the
+    # gate refuses twice would make this turn a fallback too.
+    assert traces[0].outcome == "replied", traces[0].detail

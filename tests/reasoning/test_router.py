@@ -113,6 +113,22 @@ def row(text: str, state: RouterState, decision: tuple, language: str):
             ("human_request", ["catalog", "customer", "handoff"], "discovery", False),
             "en",
         ),
+        # a call-back about a product, with a number to call: a request to save; with nothing
+        # to save, or on top of a saved request, a request for a person
+        row("Call me back about roll-up banners please - John Smith, +1 212 555 0199", NEW, CAPTURE, "en"),
+        row("gọi lại cho mình về danh thiếp nhé, 0903 123 456", NEW, CAPTURE, "vi"),
+        row(
+            "please call me back",
+            NEW,
+            ("human_request", ["catalog", "customer", "handoff"], "discovery", False),
+            "en",
+        ),
+        row(
+            "call me back about it, 555 123 4567",
+            OPEN,
+            ("human_request", ["catalog", "customer", "handoff"], "post_capture", False),
+            "en",
+        ),
         # nothing recognisable
         row("asdfgh", NEW, ("unknown", [], "discovery", False), "en"),
     ],

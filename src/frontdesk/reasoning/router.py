@@ -136,6 +136,12 @@ class Router:
 
         info = {"business"} if "business_info" in hits else set()
         asks = hits & {"browse", "detail", "photos", "business_info", "item_mentioned"}
+        # "Call me back about banners, John, 555…": a request to save, with what and whom to call;
+        # a call-back with nothing to save is a request for a person.
+        if "callback" in hits and "contact_info" in hits and item and not state.open_follow_up:
+            return decide("capture", {"leads", "customer", "catalog", *info}, 0.85)
+        if "callback" in hits:
+            hits.add("human")
         # A person may be wanted mid-order: the catalog and the customer's details stay reachable.
         if "human" in hits:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.95)
