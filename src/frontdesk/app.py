@@ -29,9 +29,13 @@ from frontdesk.platform import tokens
 from frontdesk.platform.media import stored_key
 from frontdesk.platform.observability import Observability, ObservabilityMiddleware, check_readiness
 from frontdesk.platform.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from frontdesk.platform.store.engine import UNAVAILABLE_ERRORS
 from frontdesk.runtime import Runtime
 
 log = logging.getLogger(__name__)
+# What a 503 asks a sender to wait: long enough for a failover or a restart to finish, short
+# enough that a platform's redelivery (Telegram, Meta and LINE all retry a 5xx) comes soon.
+UNAVAILABLE_RETRY_AFTER_S = 5
 _MEDIA_FILE = re.compile(r"[a-z0-9][a-z0-9-]{0,80}\.(?:png|jpe?g|webp)")
 
 
@@ -163,6 +167,19 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    async def database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+        # Type names only: a driver's message may quote the statement and its parameters.
+        cause = type(getattr(exc, "orig", None) or exc.__cause__ or exc).__name__
+        log.warning("database unavailable (%s: %s); answered 503", type(exc).__name__, cause)
+        return JSONResponse(
+            error_body("unavailable", "the service is briefly unavailable; try again shortly"),
+            status_code=503,
+            headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)},
+        )
+
+    for error in UNAVAILABLE_ERRORS:
+        app.add_exception_handler(error, database_unavailable)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:

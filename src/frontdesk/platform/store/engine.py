@@ -8,11 +8,13 @@ the bursts frontdesk exists for. Transactions are kept short and never span a mo
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Result, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -70,6 +72,20 @@ def _make_sqlite_safe(engine: AsyncEngine) -> None:
 def rows_affected(result: Result[Any]) -> int:
     """Rows an UPDATE/DELETE touched (session.execute types its result as the generic Result)."""
     return cast(CursorResult[Any], result).rowcount
+
+
+# The database cannot be reached right now, or has no connection to spare: the request may
+# succeed if sent again shortly (a server restart, a failover, a full pool), so HTTP answers 503
+# with Retry-After and a platform redelivers the webhook. asyncpg raises a refused or reset
+# connection as the OSError it is; SQLAlchemy wraps what the drivers report once connected
+# (SQLite's "database is locked" included) as OperationalError or InterfaceError.
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.TimeoutError,  # no pooled connection free within the pool's timeout
+    ConnectionError,
+    socket.gaierror,  # the database host's name does not resolve
+)
 
 
 class Database:
