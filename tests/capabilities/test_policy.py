@@ -177,8 +177,19 @@ def test_a_write_that_requires_confirmation_needs_the_confirmed_signal(signals, 
         (decide("browse", {"catalog", "business"}), True, ()),
         # "a person will call" needs the hand-off, and it comes first
         (decide("human_request", {"handoff", "catalog", "customer"}), True, ("refer_to_human",)),
-        # an order with a name and a phone: "saved" needs the save
-        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), True, ("capture_lead",)),
+        # an order with a name and a phone: "saved" needs the save, and it comes first...
+        (
+            decide("capture", {"leads", "customer", "catalog"}, "capture", signals=["introduction"]),
+            True,
+            ("capture_lead",),
+        ),
+        (
+            decide("capture", {"leads", "customer", "catalog"}, "capture", signals=["state:contact_named"]),
+            True,
+            ("capture_lead",),
+        ),
+        # ...unless nobody said a name: forced to save, a small model would invent one
+        (decide("capture", {"leads", "customer", "catalog"}, phase="capture"), True, ()),
         (decide("greeting"), False, ()),  # nothing to look up
         (decide("unknown", confidence=0.3), False, ()),  # unsure: the model may just answer ("thanks!")
     ],

@@ -264,7 +264,10 @@ def test_an_embedded_model_gets_the_compact_prompt_unless_the_operator_says_othe
 
     assert (local.compact, hosted.compact) == (True, False)
     assert BudgetConfig(prompt_style="full").for_model("local:/models/x.gguf").compact is False
-    assert BudgetConfig(prompt_style="compact").for_model("openai:gpt-4o-mini").compact is True
+    compact_hosted = BudgetConfig(prompt_style="compact").for_model("openai:gpt-4o-mini")
+    assert compact_hosted.compact is True
+    # A hosted model is still sent the JSON schemas: they are what its budget counts.
+    assert compact_hosted.schema_tokens(definitions) == hosted.schema_tokens(definitions)
     # The print shop's eight tools as lines cost a fraction of their JSON schemas.
     assert local.schema_tokens(definitions) * 3 < hosted.schema_tokens(definitions)
 

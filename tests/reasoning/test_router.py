@@ -124,6 +124,12 @@ def row(text: str, state: RouterState, decision: tuple, language: str):
             "en",
         ),
         row(
+            "My banners arrived damaged, call me back at 555 123 4567",
+            NEW,
+            ("human_request", ["catalog", "customer", "handoff"], "capture", False),
+            "en",
+        ),
+        row(
             "call me back about it, 555 123 4567",
             OPEN,
             ("human_request", ["catalog", "customer", "handoff"], "post_capture", False),

@@ -296,8 +296,13 @@ SHOP_INFO = (
         # the customer's own number, repeated back
         ("We'll call you at 555-123-4567.", [], [], ("Call me back, 555 123 4567",), []),
         ("Noted: ana@example.com", [], [], ("ana@example.com",), []),
-        # not contact details: dates, quantity ranges, prices
+        # not contact details: dates, times, quantity ranges, prices, amounts in thousands, links
         ("Ready on 2026-12-01; 500-1000 cards cost $45.", [], [SEARCH], (), []),
+        ("Now: 2026-12-02 14:00. We open 9.00-17.00, 03/12/2026 too.", [], [], (), []),
+        ("Gold needs 2.000.000 VND, Silver 1.000.000 đồng, Bronze 1,500,000.", [], [], (), []),
+        ("Your order #12345678 is on https://shop.example/o?id=12345678 .", [], [], (), []),
+        # the same number in national and international form
+        ("Chúng tôi sẽ gọi lại số +84 903 123 456.", [], [], ("gọi lại cho mình nhé, 0903 123 456",), []),
     ],
 )
 def test_contact_details_in_a_reply_must_come_from_a_tool_or_the_customer(text, earlier, now, customer, refused):

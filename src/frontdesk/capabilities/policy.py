@@ -116,6 +116,10 @@ class ToolPolicy:
     # Router intents whose turn should start with this tool ("human_request" -> the hand-over):
     # told to clients that constrain their first step (``Bundle.first_step``).
     first_for: frozenset[str] = frozenset()
+    # ...and only when the turn carries one of these router signals (empty: always). Saving a
+    # request starts the turn only when the customer's name is known: forced to call it without
+    # one, a small model invents a name.
+    first_needs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.home is not None and self.home not in self.domains:
@@ -155,6 +159,13 @@ class Bundle:
     @property
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools]
+
+
+def _starts(policy: ToolPolicy, decision: RoutingDecision) -> bool:
+    """Whether a turn read as ``decision`` should start with this tool (``first_for``)."""
+    if decision.intent not in policy.first_for:
+        return False
+    return not policy.first_needs or bool(policy.first_needs & set(decision.signals))
 
 
 @dataclass(frozen=True)
@@ -217,7 +228,7 @@ class ToolPolicyCatalog:
             for alias in self._policies[tool.name].aliases:
                 names.setdefault(alias, tool)
         tool_first = bool(kept) and decision.intent not in READ_ONLY_INTENTS
-        first_step = tuple(t.name for t in kept if decision.intent in self._policies[t.name].first_for)
+        first_step = tuple(t.name for t in kept if _starts(self._policies[t.name], decision))
         return Bundle(tuple(kept), names, trimmed, tool_first=tool_first, first_step=first_step if tool_first else ())
 
     def _candidates(self, decision: RoutingDecision) -> list[tuple[Tool, ToolPolicy]]:

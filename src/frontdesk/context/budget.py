@@ -95,6 +95,9 @@ class ContextBudget:
     history_max: int
     encoding: EncodingName = "o200k_base"
     compact: bool = False  # the short prompt for small models (see ``ModelFamily.compact_prompt``)
+    # The model reads tools as one line each (an embedded model: its grammar holds the schemas),
+    # whatever the prompt style; a hosted model is sent the JSON schemas even with a compact prompt.
+    tools_as_lines: bool = False
 
     def count(self, text: str) -> int:
         return count_tokens(text, self.encoding)
@@ -108,7 +111,7 @@ class ContextBudget:
     def schema_tokens(self, definitions: Sequence[ToolDefinition]) -> int:
         """What the tools cost in the prompt: their JSON schemas, or, for a compact-prompt model
         (an embedded one, whose grammar enforces the schemas), the one line each that it reads."""
-        if self.compact:
+        if self.tools_as_lines:
             return sum(self.count(tool_line(d)) for d in definitions)
         return sum(self.count(schema_text(d)) for d in definitions)
 
@@ -137,6 +140,7 @@ class BudgetConfig:
             history_max=self.history_max_tokens,
             encoding=family.encoding,
             compact=self.prompt_style == "compact" or (self.prompt_style == "auto" and family.compact_prompt),
+            tools_as_lines=family.compact_prompt,
         )
 
 

@@ -136,7 +136,10 @@ class Agent:
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
         policy = merge_policy(pack.default_policy, context.policy_overrides)
         state = context.ledgers
-        state.customer_contacts = (turn.batch_text, *(c for c in (context.contact.phone, context.contact.email) if c))
+        # Where the customer's own phone numbers and e-mails are: what they wrote (this turn and the
+        # history the model reads) and their saved details. A reply may repeat those back.
+        said = [m.text for m in (*turn.history, *turn.batch) if m.role == "user"]
+        state.customer_contacts = (*said, *(c for c in (context.contact.phone, context.contact.email) if c))
         with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
             flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
             decision = pack.router.route(
@@ -147,6 +150,7 @@ class Agent:
                     preferred_language=context.language_so_far,
                     workflow_phase=flow[0] if flow else None,
                     workflow_domains=flow[1] if flow else frozenset(),
+                    contact_named=bool(context.contact.name),
                 ),
             )
             if any(m.transcript_quality == "uncertain" for m in turn.batch):

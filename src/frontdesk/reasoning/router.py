@@ -69,6 +69,8 @@ class RouterState:
     # An open multi-step flow (a workflow draft): its phase and the domains it works in.
     workflow_phase: str | None = None
     workflow_domains: frozenset[str] = frozenset()
+    # The customer's name is saved already (a capture need not ask for it).
+    contact_named: bool = False
 
 
 class Router:
@@ -124,7 +126,7 @@ class Router:
         item = state.item_in_context or "item_mentioned" in hits
         phase = "post_capture" if state.open_follow_up else ("capture" if item else "discovery")
         facts = sorted(hits) + [
-            f"state:{name}" for name in ("item_in_context", "open_follow_up") if getattr(state, name)
+            f"state:{name}" for name in ("item_in_context", "open_follow_up", "contact_named") if getattr(state, name)
         ]
 
         def decide(intent: str, domains: set[str], confidence: float, side_query: bool = False) -> RoutingDecision:
@@ -138,7 +140,8 @@ class Router:
         asks = hits & {"browse", "detail", "photos", "business_info", "item_mentioned"}
         # "Call me back about banners, John, 555…": a request to save, with what and whom to call;
         # a call-back with nothing to save is a request for a person.
-        if "callback" in hits and "contact_info" in hits and item and not state.open_follow_up:
+        wants_person = bool(hits & {"human", "complaint"})
+        if "callback" in hits and "contact_info" in hits and item and not state.open_follow_up and not wants_person:
             return decide("capture", {"leads", "customer", "catalog", *info}, 0.85)
         if "callback" in hits:
             hits.add("human")

@@ -3,7 +3,7 @@ and photos) a small model invents ("call us at 123-456-7890"). A reply may give 
 returned it or the customer gave it (their own number, repeated back).
 
 Phone numbers are compared by their digits, and a number written with its country code matches
-the same number without it ("+1 555 0100 123" and "555 0100 123").
+the same number without it, and a trunk zero is dropped ("+84 903 123 456" and "0903 123 456").
 """
 
 from __future__ import annotations
@@ -12,10 +12,23 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_PHONE = re.compile(r"(?<![\w$.,/])\+?\d[\d\s().-]{5,}\d(?!\w)")
+from frontdesk.verification.money import money_values
+
+_PHONE = re.compile(r"(?<![\w$.,/#])\+?\d[\d\s().-]{5,}\d(?!\w)")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE)
-_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
 _RANGE = re.compile(r"\d{1,5}\s?[-\u2013]\s?\d{1,5}")
+# Digits that are not a phone number, blanked out before phone numbers are looked for: links,
+# dates and times ("2026-12-02 14:00", "9.00-17.00"), and amounts grouped in thousands
+# ("1.000.000 VND", "2,500,000"). Amounts with a currency go through ``money_values`` too, so
+# "1 000 000 đ" is an amount; "600 123 456" alone is a (Spanish) phone number.
+_NOT_PHONES = re.compile(
+    r"https?://\S+"
+    r"|\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?"
+    r"|\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b"
+    r"|\b\d{1,2}[:.h]\d{2}\b"
+    r"|\b\d{1,3}(?:([.,])\d{3})(?:\1\d{3})+(?!\d)",
+    re.IGNORECASE,
+)
 MIN_PHONE_DIGITS = 7
 
 
@@ -27,13 +40,16 @@ class ContactValue:
 
 
 def contact_values(text: str) -> list[ContactValue]:
-    """The phone numbers and e-mail addresses written in ``text`` (not dates, not "500-1000")."""
+    """The phone numbers and e-mail addresses written in ``text`` (not amounts, dates or times)."""
     found = [ContactValue("e-mail", m.group(0), m.group(0).lower()) for m in _EMAIL.finditer(text)]
-    without_emails = _EMAIL.sub(" ", text)
-    for match in _PHONE.finditer(without_emails):
+    rest = _EMAIL.sub(" ", text)
+    for money in money_values(rest):
+        rest = rest.replace(money.written, " ")
+    rest = _NOT_PHONES.sub(" ", rest)
+    for match in _PHONE.finditer(rest):
         written = match.group(0).strip()
         digits = re.sub(r"\D", "", written)
-        if len(digits) < MIN_PHONE_DIGITS or _DATE.fullmatch(written) or _RANGE.fullmatch(written):
+        if len(digits) < MIN_PHONE_DIGITS or _RANGE.fullmatch(written):
             continue
         found.append(ContactValue("phone", written, digits))
     return found
@@ -47,9 +63,13 @@ def keys_of(texts: Iterable[str]) -> set[str]:
 def known(value: ContactValue, keys: set[str]) -> bool:
     if value.kind == "e-mail":
         return value.key in keys
-    # The same number with or without its country code (or trunk prefix).
-    return any(
-        key == value.key
-        or (min(len(key), len(value.key)) >= MIN_PHONE_DIGITS and (key.endswith(value.key) or value.key.endswith(key)))
-        for key in keys
-    )
+    # The same number with or without its country code or trunk zero: "+84 903 123 456" is
+    # "0903 123 456", "+1 555 0100 123" is "555 0100 123".
+    mine = value.key.lstrip("0")
+    for key in keys:
+        other = key.lstrip("0")
+        if mine == other:
+            return True
+        if min(len(mine), len(other)) >= MIN_PHONE_DIGITS and (other.endswith(mine) or mine.endswith(other)):
+            return True
+    return False

@@ -27,7 +27,9 @@ POLICIES: dict[str, ToolPolicy] = {
         "create",
         risk="medium",
         phases=frozenset({"capture", "post_capture"}),
-        first_for=frozenset({"capture"}),  # an order with contact details: save it first
+        # An order with contact details and a name (said now, or saved): save it first.
+        first_for=frozenset({"capture"}),
+        first_needs=frozenset({"introduction", "state:contact_named"}),
     ),
     "update_follow_up": ToolPolicy(
         frozenset({"follow_ups"}), "update", risk="medium", phases=frozenset({"post_capture"})

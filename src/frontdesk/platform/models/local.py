@@ -192,26 +192,31 @@ def _chat_formatter(llama_cpp: Any, llama: Any, path: Path) -> Any:
     )
 
 
+# The wrap below changes a module every client in the process shares: one load at a time.
+_DEFAULTS_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _plain_weight_buffers(llama_cpp: Any) -> Iterator[None]:
     """Load with llama.cpp's "extra buffer types" off: the weight layouts it picks for the CPU's
     matrix units (AMX tiles, repacked blocks). A build made on a machine with AMX crashed the
     process (a general protection fault in libggml-cpu at the first prompt) inside a VM that
     reports AMX; plain buffers ran the same model there. ``Llama`` offers no argument for it, so
-    its defaults are wrapped for the time of the load (under the load lock)."""
+    its defaults are wrapped for the time of the load, under a process-wide lock."""
     module = llama_cpp.llama.llama_cpp  # the ctypes module ``Llama.__init__`` reads its defaults from
-    defaults = module.llama_model_default_params
+    with _DEFAULTS_LOCK:
+        defaults = module.llama_model_default_params
 
-    def plain() -> Any:
-        params = defaults()
-        params.use_extra_bufts = False
-        return params
+        def plain() -> Any:
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
 
-    module.llama_model_default_params = plain
-    try:
-        yield
-    finally:
-        module.llama_model_default_params = defaults
+        module.llama_model_default_params = plain
+        try:
+            yield
+        finally:
+            module.llama_model_default_params = defaults
 
 
 def _import_llama_cpp() -> Any:

@@ -79,7 +79,7 @@ def rows_affected(result: Result[Any]) -> int:
 # with Retry-After and a platform redelivers the webhook. asyncpg raises a refused or reset
 # connection as the OSError it is; SQLAlchemy wraps what the drivers report once connected
 # (SQLite's "database is locked" included) as OperationalError or InterfaceError.
-UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
     sa_exc.OperationalError,
     sa_exc.InterfaceError,
     sa_exc.TimeoutError,  # no pooled connection free within the pool's timeout
