@@ -315,3 +315,16 @@ def test_contact_details_in_a_reply_must_come_from_a_tool_or_the_customer(text, 
     assert len(found) == len(refused)
     for reason, written in zip(found, refused, strict=True):
         assert written in reason
+
+
+def test_a_phone_an_mcp_tool_returned_may_be_read_back():
+    from frontdesk.capabilities.mcp import default_evidence
+
+    output = {"members": [{"id": "mem_0042", "name": "Lan", "phone": "0903 123 456", "owner_email": "lan@shop.vn"}]}
+    state = turn(now=[("member_search", ToolResult(output, default_evidence("member_search", {}, output)))])
+
+    verdict = verify(ReplyContent("Lan (mem_0042): +84 903 123 456, lan@shop.vn"), [], state)
+    invented = verify(ReplyContent("Lan (mem_0042): 0912 000 111"), [], state)
+
+    assert failures(verdict) == []
+    assert [rule for rule, _ in failures(invented)] == ["contact"]

@@ -87,8 +87,30 @@ def arguments_model(name: str, schema: Mapping[str, Any]) -> type[McpArguments]:
 
 
 def default_evidence(tool: str, arguments: Mapping[str, Any], output: Any) -> ToolEvidence:
-    """Ids the result returned are citable references (``id`` and ``*_id`` keys, any depth)."""
-    return ToolEvidence(references=frozenset(_ids(output)))
+    """Ids the result returned are citable references (``id`` and ``*_id`` keys, any depth); its
+    phone numbers and e-mail addresses (``phone``/``email`` keys and their ``*_phone``/``*_email``
+    kin) may be read back to the user (the gate's contact rule)."""
+    return ToolEvidence(references=frozenset(_ids(output)), contacts=tuple(dict.fromkeys(_contacts(output))))
+
+
+_CONTACT_KEYS = ("phone", "email", "mobile", "phone_number")
+
+
+def _contacts(value: Any, depth: int = 0) -> list[str]:
+    found: list[str] = []
+    if depth > 6:
+        return found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            named = isinstance(key, str) and (key in _CONTACT_KEYS or key.endswith(("_phone", "_email")))
+            if named and isinstance(item, str) and item.strip():
+                found.append(item)
+            else:
+                found.extend(_contacts(item, depth + 1))
+    elif isinstance(value, list):
+        for item in value[:200]:
+            found.extend(_contacts(item, depth + 1))
+    return found
 
 
 def _ids(value: Any, depth: int = 0) -> set[str]:

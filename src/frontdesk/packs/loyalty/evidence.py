@@ -27,6 +27,7 @@ def loyalty_evidence(tool: str, arguments: Mapping[str, Any], output: Any) -> To
     amounts = _amounts(output, by_reference, 0)[:MAX_AMOUNTS]
     return ToolEvidence(
         references=base.references,
+        contacts=base.contacts,
         prices=tuple(dict.fromkeys(amounts)),
         prices_by_reference={ref: tuple(dict.fromkeys(found)) for ref, found in by_reference.items() if found},
     )
