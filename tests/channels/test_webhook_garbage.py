@@ -192,3 +192,20 @@ def test_garbage_never_gets_a_server_error(server: str, hook: Webhook) -> None:
     print(f"\n{hook.channel}: {tried} garbage payloads tried, statuses {dict(sorted(statuses.items()))}")
     assert tried >= EXAMPLES
     assert statuses[401] > 0  # the unsigned share was refused at the door
+
+
+@pytest.mark.parametrize("hook", WEBHOOKS, ids=lambda h: h.channel)
+@pytest.mark.parametrize("depth", [2_000, 100_000])
+def test_deeply_nested_json_signed_correctly_is_a_400_not_a_crash(server: str, hook: Webhook, depth: int) -> None:
+    # Under the 1 MB body limit, a body can nest 100,000 levels deep: a recursive parser would
+    # hit Python's recursion limit (a 500) or worse. Alone, and inside a real payload.
+    nested = "[" * depth + "]" * depth
+    real = hook.samples()[0].decode()
+    inside = real[: real.index("{") + 1] + f'"x": {nested}, ' + real[real.index("{") + 1 :]
+    with httpx2.Client(base_url=server, timeout=30) as http:
+        for body in (nested.encode(), inside.encode()):
+            response = http.post(
+                hook.path, content=body, headers={"Content-Type": "application/json", **hook.sign(body)}
+            )
+            assert response.status_code == 400, response.text[:300]
+            assert response.json()["error"]["code"] == "payload_malformed"
