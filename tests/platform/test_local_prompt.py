@@ -25,10 +25,13 @@ from frontdesk.platform.models.local_prompt import call_schema, chat_messages, p
 from frontdesk.reasoning.terminal import reply_tool_definition
 
 
-def params_for(*names: str, tool_first: bool = False) -> ModelRequestParameters:
+def params_for(*names: str, tool_first: bool = False, first_step: tuple[str, ...] = ()) -> ModelRequestParameters:
     tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
     return ModelRequestParameters(
-        function_tools=[*(tools[n].definition() for n in names), reply_tool_definition(tool_first=tool_first)],
+        function_tools=[
+            *(tools[n].definition() for n in names),
+            reply_tool_definition(tool_first=tool_first, first_step=first_step),
+        ],
         allow_text_output=True,
     )
 
@@ -176,12 +179,7 @@ def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
 def test_a_turn_the_router_read_as_a_hand_over_starts_with_it():
     from frontdesk.platform.models.local_prompt import allowed_tools
 
-    tools = {t.name: t for t in build_tools(PackDeps(None, None, "http://127.0.0.1/media"))}  # type: ignore[arg-type]  # definitions only
-    reply = reply_tool_definition(tool_first=True, first_step=["refer_to_human"])
-    params = ModelRequestParameters(
-        function_tools=[tools["search_services"].definition(), tools["refer_to_human"].definition(), reply],
-        allow_text_output=True,
-    )
+    params = params_for("search_services", "refer_to_human", tool_first=True, first_step=("refer_to_human",))
     question = [ModelRequest(parts=[UserPromptPart("my order arrived damaged, I want a refund")])]
     handed_over = [
         *question,

@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -90,42 +90,31 @@ def default_evidence(tool: str, arguments: Mapping[str, Any], output: Any) -> To
     """Ids the result returned are citable references (``id`` and ``*_id`` keys, any depth); its
     phone numbers and e-mail addresses (``phone``/``email`` keys and their ``*_phone``/``*_email``
     kin) may be read back to the user (the gate's contact rule)."""
-    return ToolEvidence(references=frozenset(_ids(output)), contacts=tuple(dict.fromkeys(_contacts(output))))
+    fields = list(_fields(output))
+    ids = {str(v) for k, v in fields if (k == "id" or k.endswith("_id")) and isinstance(v, str | int)}
+    contacts = [v for k, v in fields if _is_contact_key(k) and isinstance(v, str) and v.strip()]
+    return ToolEvidence(references=frozenset(ids), contacts=tuple(dict.fromkeys(contacts)))
 
 
 _CONTACT_KEYS = ("phone", "email", "mobile", "phone_number")
 
 
-def _contacts(value: Any, depth: int = 0) -> list[str]:
-    found: list[str] = []
-    if depth > 6:
-        return found
-    if isinstance(value, dict):
-        for key, item in value.items():
-            named = isinstance(key, str) and (key in _CONTACT_KEYS or key.endswith(("_phone", "_email")))
-            if named and isinstance(item, str) and item.strip():
-                found.append(item)
-            else:
-                found.extend(_contacts(item, depth + 1))
-    elif isinstance(value, list):
-        for item in value[:200]:
-            found.extend(_contacts(item, depth + 1))
-    return found
+def _is_contact_key(key: str) -> bool:
+    return key in _CONTACT_KEYS or key.endswith(("_phone", "_email"))
 
 
-def _ids(value: Any, depth: int = 0) -> set[str]:
-    found: set[str] = set()
+def _fields(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) of the objects in ``value``, any depth (bounded: 6 levels, 200 items a list)."""
     if depth > 6:
-        return found
+        return
     if isinstance(value, dict):
         for key, item in value.items():
-            if (key == "id" or key.endswith("_id")) and isinstance(item, str | int) and not isinstance(item, bool):
-                found.add(str(item))
-            found |= _ids(item, depth + 1)
+            if isinstance(key, str) and not isinstance(item, bool):
+                yield key, item
+            yield from _fields(item, depth + 1)
     elif isinstance(value, list):
         for item in value[:200]:
-            found |= _ids(item, depth + 1)
-    return found
+            yield from _fields(item, depth + 1)
 
 
 @dataclass(frozen=True)

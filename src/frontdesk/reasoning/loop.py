@@ -101,18 +101,19 @@ async def run_generation(
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
     run = _Run(bundle, context, state, fallback_text, results)
+    variants: dict[bool, ModelRequestParameters] = {}
 
     def parameters() -> ModelRequestParameters:
+        """The request's tools; the reply's metadata changes once a tool returned a photo."""
         photos_fetched = any(evidence.photos for evidence in state.turn_evidence)
-        return ModelRequestParameters(
-            function_tools=[
-                *(t.definition() for t in bundle.tools),
-                reply_tool_definition(
-                    tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
-                ),
-            ],
-            allow_text_output=True,
-        )
+        if photos_fetched not in variants:
+            reply = reply_tool_definition(
+                tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
+            )
+            variants[photos_fetched] = ModelRequestParameters(
+                function_tools=[*(t.definition() for t in bundle.tools), reply], allow_text_output=True
+            )
+        return variants[photos_fetched]
 
     history = list(messages)
     prose_hinted = False

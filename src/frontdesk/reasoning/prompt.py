@@ -41,6 +41,7 @@ DEFAULT_BUDGET = BudgetConfig().for_model("")
 NOTES_TITLE = "Reference notes (reviewed; use only when relevant)"
 # The gate checks a reply's ids, prices and dates against tool results only: a number quoted from a
 # note would be rejected, so the model is told to fetch it.
+SIDE_QUERY_LINE = "A side question during an open request: answer it; the request stays open."
 NOTES_CAVEAT = "They explain how things work here; ids, numbers and dates you state still come from tools."
 
 
@@ -89,9 +90,9 @@ def dynamic_tail(
         f"Tools you can use now: {', '.join([*tool_names, 'reply'])}.",
     ]
     if decision.side_query:
-        route.append("A side question during an open request: answer it; the request stays open.")
+        route.append(SIDE_QUERY_LINE)
     sections.append(("Route", route))
-    return "\n\n".join(f"# {title}\n" + "\n".join(lines) for title, lines in sections if lines)
+    return _render(sections)
 
 
 def _compact_tail(now_local: datetime, context: ConversationContext, decision: RoutingDecision) -> str:
@@ -103,10 +104,13 @@ def _compact_tail(now_local: datetime, context: ConversationContext, decision: R
         ("Facts fetched earlier", context.ledgers.lines()),
     ]
     language = LANGUAGE_NAMES.get(decision.language, decision.language)
-    route = [f"Reply in {language}."]
-    if decision.side_query:
-        route.append("A side question during an open request: answer it; the request stays open.")
+    route = [f"Reply in {language}.", *([SIDE_QUERY_LINE] if decision.side_query else [])]
     sections.append(("This turn", route))
+    return _render(sections)
+
+
+def _render(sections: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """Titled sections, the empty ones left out."""
     return "\n\n".join(f"# {title}\n" + "\n".join(lines) for title, lines in sections if lines)
 
 

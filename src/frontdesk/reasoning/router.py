@@ -143,10 +143,8 @@ class Router:
         wants_person = bool(hits & {"human", "complaint"})
         if "callback" in hits and "contact_info" in hits and item and not state.open_follow_up and not wants_person:
             return decide("capture", {"leads", "customer", "catalog", *info}, 0.85)
-        if "callback" in hits:
-            hits.add("human")
         # A person may be wanted mid-order: the catalog and the customer's details stay reachable.
-        if "human" in hits:
+        if hits & {"human", "callback"}:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.95)
         if "complaint" in hits:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.75)
