@@ -220,3 +220,19 @@ def test_one_borrowed_word_or_letter_does_not_switch_the_language(text, language
 
 def test_a_quantity_range_is_not_a_phone_number():
     assert "contact_info" not in ROUTER.route("500-1000 flyers please", NEW).signals
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("I'd like 1000 flyers. I'm Ana Gomez, phone 555-123-4567.", True),
+        ("Call me back about banners please - John Smith, +1 212 555 0199", True),
+        ("Necesito 200 tarjetas. Soy Lucía Pérez, 600 123 456", True),
+        ("mình là Bảo, 0903 123 456, muốn in danh thiếp", True),
+        ("I'm looking for flyers, 555 123 4567", False),  # "I'm" + a lower-case word is no name
+        ("gọi lại cho mình về danh thiếp nhé, 0903 123 456", False),
+    ],
+)
+def test_a_name_said_in_the_message_is_a_signal_saving_can_start_with(text, named):
+    # Without it, a capture turn does not force capture_lead first: a small model would invent a name.
+    assert ("introduction" in ROUTER.route(text, NEW).signals) is named
