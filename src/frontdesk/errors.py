@@ -8,7 +8,7 @@ FrontdeskError
 ├── AuthError              the sender is not who they claim to be                → 401
 │   └── ForbiddenError     a handshake with the wrong token (Meta expects 403)   → 403
 ├── NotFoundError          an id in the URL names nothing we know                → 404
-├── ModelAPIError          a model vendor failed (status, retry_after)
+├── ModelAPIError          a model vendor failed (status, retry_after, transient)
 └── ChannelAPIError        a messaging platform failed (status, retry_after)
 """
 
@@ -72,7 +72,25 @@ class _VendorError(FrontdeskError):
 
 
 class ModelAPIError(_VendorError):
+    """``transient``: the same request may well succeed later (a timeout, no connection, 429,
+    5xx), so a turn that has done nothing yet is worth retrying; otherwise (a refused request,
+    an answer we cannot read) asking again would fail the same way."""
+
     code = "model_api_error"
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None, transient: bool = False
+    ) -> None:
+        super().__init__(message, status=status, retry_after=retry_after)
+        self.transient = transient
+
+
+# Statuses a vendor uses for "not now": timeout, conflict, too early, rate limit, and its own faults.
+TRANSIENT_HTTP_STATUSES = frozenset({408, 409, 425, 429})
+
+
+def transient_status(status: int) -> bool:
+    return status in TRANSIENT_HTTP_STATUSES or status >= 500
 
 
 class ChannelAPIError(_VendorError):

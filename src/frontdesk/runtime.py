@@ -28,7 +28,7 @@ from frontdesk.context.summarizer import EpisodicSummarizer
 from frontdesk.humans.notifications import DISPATCH_NOTIFICATION, Dispatcher, build_routes
 from frontdesk.humans.notifications.watch import FailedDeliveryWatch, notify_rejection_spikes
 from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
-from frontdesk.ingestion.assembler import AssemblerTiming, TurnAssembler, message_text
+from frontdesk.ingestion.assembler import AssemblerTiming, Attempt, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
@@ -185,7 +185,8 @@ class Runtime:
         )
 
         async def process_conversation(job: ClaimedJob) -> None:
-            await assembler.process(str(job.payload["conversation_id"]), job.claim_id)
+            attempt = Attempt(job.attempts, job.max_attempts)
+            await assembler.process(str(job.payload["conversation_id"]), job.claim_id, attempt)
 
         summarizer = EpisodicSummarizer(db, gateway, clock)
 

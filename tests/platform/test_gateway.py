@@ -8,13 +8,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx2
 import pytest
 from pydantic_ai import ModelRequest, ToolCallPart
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.errors import ConfigError, ModelAPIError
-from frontdesk.platform.models.gateway import ModelGateway, ModelSpec, build_model, parse_model_spec
+from frontdesk.platform.models.gateway import ModelGateway, ModelSpec, PydanticAIClient, build_model, parse_model_spec
 
 HELLO = [ModelRequest.user_text_prompt("hello")]
 
@@ -214,3 +216,49 @@ def test_vendor_sdks_are_not_imported_until_a_slot_uses_them():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["[]", "[]"]
+
+
+# -- how a vendor's failures reach the turn (issue 8): through the real OpenAI SDK and pydantic-ai,
+# over an in-memory transport (no socket), so the mapping is the one production sees.
+
+
+def openai_answering(respond: Any) -> PydanticAIClient:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(respond))
+    provider = OpenAIProvider(base_url="http://vendor.invalid/v1", api_key="test-key", http_client=http)
+    return PydanticAIClient(OpenAIChatModel("gpt-test", provider=provider), "openai:gpt-test", 5, sdk_retries=0)
+
+
+def vendor_status(status: int, **headers: str) -> Any:
+    return lambda request: httpx2.Response(status, json={"error": {"message": "vendor says no"}}, headers=headers)
+
+
+def vendor_timeout(request: httpx2.Request) -> httpx2.Response:
+    raise httpx2.ReadTimeout("timed out", request=request)
+
+
+@pytest.mark.parametrize(
+    ("respond", "status", "retry_after", "transient"),
+    [
+        (vendor_status(429, **{"retry-after": "7"}), 429, 7.0, True),
+        (vendor_status(500), 500, None, True),
+        (vendor_status(503), 503, None, True),
+        (vendor_status(408), 408, None, True),
+        (vendor_timeout, None, None, True),
+        (vendor_status(400), 400, None, False),
+        (vendor_status(401), 401, None, False),
+        (lambda request: httpx2.Response(200, text="<html>upstream proxy error</html>"), None, None, False),
+    ],
+    ids=["429", "500", "503", "408", "timeout", "400", "401", "garbage-200"],
+)
+async def test_vendor_failures_say_whether_asking_again_later_may_help(respond, status, retry_after, transient):
+    from pydantic_ai.models import override_allow_model_requests
+
+    client = openai_answering(respond)
+    with override_allow_model_requests(True), pytest.raises(ModelAPIError) as failure:
+        await client.request(HELLO, ModelRequestParameters())
+    error = failure.value
+    assert (error.status, error.retry_after, error.transient) == (status, retry_after, transient)
+    assert "test-key" not in str(error)

@@ -30,13 +30,13 @@ from frontdesk.output.delivery import Deliverer
 from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
-from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue
+from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue, RetryLater
 from frontdesk.platform.observability import observe_turn, stage, turn_outcome
 from frontdesk.platform.observability.tracing import ASSEMBLE
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Task, Tenant, TurnTrace
 from frontdesk.platform.workers import run_to_completion
-from frontdesk.reasoning.agent import Agent, AgentRun
+from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn, TurnMessage
 
@@ -45,6 +45,22 @@ log = logging.getLogger(__name__)
 # The most stored messages one turn reads. The chat slot's memory budget decides how many of
 # them the model sees (whole turns, newest first); this only keeps the query bounded.
 HISTORY_LOAD_LIMIT = 200
+# A vendor's Retry-After is honoured up to this: the customer is waiting, and the job's attempts
+# are few, so an hour-long "come back later" becomes the hold message sooner.
+MAX_RETRY_AFTER_S = 60.0
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Which run of the conversation's job this is. A model outage before the turn did anything is
+    left to the job's retries (with backoff) until the last one, which sends the hold message."""
+
+    number: int = 1
+    of: int = 1
+
+    @property
+    def last(self) -> bool:
+        return self.number >= self.of
 
 
 @dataclass(frozen=True)
@@ -91,8 +107,9 @@ class TurnAssembler:
         self._deliverer = deliverer
         self._timing = timing
 
-    async def process(self, conversation_id: str, owner: str) -> int:
-        """Run every turn this conversation is ready for now. Returns how many turns ran here."""
+    async def process(self, conversation_id: str, owner: str, attempt: Attempt = Attempt()) -> int:
+        """Run every turn this conversation is ready for now. Returns how many turns ran here.
+        Raises ``RetryLater`` when the model is down and ``attempt`` is not the last."""
         turns = 0
         while True:
             if not await self._lease.acquire(conversation_id, owner):
@@ -109,7 +126,7 @@ class TurnAssembler:
                             break
                         thread, batch, waits = collected
                         with observe_turn(conversation_id, thread.conversation.tenant_id, batch_size=len(batch)):
-                            await self._run_turn(thread, batch, waits, owner)
+                            await self._run_turn(thread, batch, waits, owner, attempt)
                         turns += 1
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
@@ -242,7 +259,9 @@ class TurnAssembler:
 
     # -- running a turn
 
-    async def _run_turn(self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str) -> None:
+    async def _run_turn(
+        self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str, attempt: Attempt
+    ) -> None:
         conversation = thread.conversation
         started_at = self._clock.now()
         t0 = time.monotonic()
@@ -265,6 +284,13 @@ class TurnAssembler:
                     run = await self._agent.courtesy_after_handoff(turn)
                 else:
                     run = await self._agent.generate(turn)
+        except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
+            if not attempt.last:
+                retry_after = outage.error.retry_after
+                after_s = min(retry_after, MAX_RETRY_AFTER_S) if retry_after else None
+                raise RetryLater(f"model unavailable: {outage.error.message}", after_s=after_s) from outage
+            run = outage.hold
+            run.result.detail = f"model unavailable on attempt {attempt.number} of {attempt.of}: {outage.error.message}"
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
             failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])

@@ -35,11 +35,26 @@ class ClaimedJob:
     payload: dict[str, Any]
     attempts: int
     worker: str
+    max_attempts: int = 1
 
     @property
     def claim_id(self) -> str:
         """Unique per claim: a job re-claimed after its lease lapsed is a different holder."""
         return f"{self.worker}/job{self.id}.{self.attempts}"
+
+    @property
+    def last_attempt(self) -> bool:
+        """A failure now marks the job dead: a handler with a fallback uses it instead."""
+        return self.attempts >= self.max_attempts
+
+
+class RetryLater(Exception):
+    """A handler's expected failure (a vendor is down): the job is retried with backoff, and no
+    sooner than ``after_s`` (a vendor's ``Retry-After``), without a traceback in the log."""
+
+    def __init__(self, reason: str, *, after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.after_s = after_s
 
 
 @dataclass(frozen=True)
@@ -152,13 +167,13 @@ class JobQueue:
                 attempts=Job.attempts + 1,
                 updated_at=now,
             )
-            .returning(Job.id, Job.kind, Job.key, Job.payload, Job.attempts)
+            .returning(Job.id, Job.kind, Job.key, Job.payload, Job.attempts, Job.max_attempts)
         )
         async with self._db.transaction() as session:
             row = (await session.execute(claim)).first()
         if row is None:
             return None
-        return ClaimedJob(JobId(row.id), row.kind, row.key, row.payload, row.attempts, worker)
+        return ClaimedJob(JobId(row.id), row.kind, row.key, row.payload, row.attempts, worker, row.max_attempts)
 
     async def heartbeat(self, job: ClaimedJob, worker: str) -> bool:
         now = self._clock.now()
@@ -198,8 +213,9 @@ class JobQueue:
             )
         return rows_affected(result) > 0
 
-    async def fail(self, job: ClaimedJob, worker: str, error: str) -> str:
-        """Schedule a retry with exponential backoff, or mark the job dead. Returns the new status."""
+    async def fail(self, job: ClaimedJob, worker: str, error: str, *, not_before_s: float | None = None) -> str:
+        """Schedule a retry with exponential backoff (never sooner than ``not_before_s``), or mark
+        the job dead. Returns the new status."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             row = await session.get(Job, job.id)
@@ -209,7 +225,8 @@ class JobQueue:
                 row.status = DEAD
             else:
                 row.status = QUEUED
-                row.run_after = now + timedelta(seconds=self.policy.backoff_s * 2 ** (row.attempts - 1))
+                backoff_s = self.policy.backoff_s * 2 ** (row.attempts - 1)
+                row.run_after = now + timedelta(seconds=max(backoff_s, not_before_s or 0.0))
             row.locked_by = None
             row.locked_until = None
             row.last_error = error[:4000]

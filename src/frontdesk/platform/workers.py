@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from frontdesk.platform.ids import new_id
-from frontdesk.platform.jobs import ClaimedJob, JobQueue
+from frontdesk.platform.jobs import ClaimedJob, JobQueue, RetryLater
 from frontdesk.platform.periodic import every
 
 log = logging.getLogger(__name__)
@@ -162,13 +162,25 @@ class JobRunner:
             except Exception:
                 log.exception("could not hand job %s back; it is re-queued when its lease expires", job.id)
             raise
+        except RetryLater as exc:
+            log.warning(
+                "job %s (%s) will be retried (attempt %d of %d): %s",
+                job.id,
+                job.kind,
+                job.attempts,
+                job.max_attempts,
+                exc,
+            )
+            await self._failed(job, worker, f"retry later: {exc}", not_before_s=exc.after_s)
         except Exception as exc:
             log.exception("job %s (%s) failed", job.id, job.kind)
-            status = await self._queue.fail(job, worker, f"{type(exc).__name__}: {exc}")
-            if status == "queued":
-                self._queue.notify()
+            await self._failed(job, worker, f"{type(exc).__name__}: {exc}")
         else:
             await self._queue.complete(job, worker)
+
+    async def _failed(self, job: ClaimedJob, worker: str, error: str, *, not_before_s: float | None = None) -> None:
+        if await self._queue.fail(job, worker, error, not_before_s=not_before_s) == "queued":
+            self._queue.notify()
 
     async def _sweep_forever(self) -> None:
         while not self._stopping.is_set():

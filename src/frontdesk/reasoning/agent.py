@@ -28,7 +28,7 @@ from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.knowledge import KnowledgeRegistry
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance
-from frontdesk.errors import ConfigError, NotFoundError
+from frontdesk.errors import ConfigError, ModelAPIError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
@@ -77,6 +77,17 @@ class TurnRouter(Protocol):
 
 
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
+
+
+class ModelOutage(Exception):
+    """The chat model failed in a way that may pass (a timeout, 429, 5xx) before the turn did
+    anything. The caller may run the turn again later; ``hold`` is what to send if it cannot: the
+    pack's hold message in the customer's language, with the turn's route for the trace."""
+
+    def __init__(self, error: ModelAPIError, hold: AgentRun) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.hold = hold
 
 
 @dataclass
@@ -197,16 +208,22 @@ class Agent:
             turn_key=turn.run_key,
             customer_language=decision.language,
         )
-        result = await run_generation(
-            self._gateway.client("chat"),
-            prompt.messages,
-            bundle,
-            tool_context,
-            self._limits,
-            state=state,
-            fallback_text=pack.fallback_texts.get(decision.language, FALLBACK_TEXT),
-            results=ResultAllowance(budget.tool_result_reserve, budget.count),
-        )
+        fallback_text = pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
+        try:
+            result = await run_generation(
+                self._gateway.client("chat"),
+                prompt.messages,
+                bundle,
+                tool_context,
+                self._limits,
+                state=state,
+                fallback_text=fallback_text,
+                results=ResultAllowance(budget.tool_result_reserve, budget.count),
+            )
+        except ModelAPIError as exc:  # transient, before anything was done (the loop's rule)
+            held = GenerationResult(Outcome.FALLBACK, text_blocks(fallback_text), detail=f"model unavailable: {exc}")
+            run = AgentRun(held, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state)
+            raise ModelOutage(exc, run) from exc
         memory_due = self._gateway.configured("utility") and self._cadence.due(
             context.assistant_replies + 1, context.snapshot_replies_covered, context.snapshot_updated_at, now
         )

@@ -8,6 +8,10 @@ state (ledgers, this turn's evidence) is updated, and the result is shrunk by it
 is left of the turn's tool-result reserve before the model reads it; a ``reply`` is audited by the verification gate
 (invariant 3): one rejection gets a retry whose hint names each failed claim, a second ships the
 safe fallback. Salvaged prose passes the same companion rules (prices, images) or is not sent.
+
+A model failure ends the turn with the fallback, except a transient one (timeout, 429, 5xx) on the
+first request: nothing has been done or said yet, so the error is raised and the turn's job runs
+it again later, with backoff (``ingestion/assembler.py`` decides how often).
 """
 
 from __future__ import annotations
@@ -131,6 +135,8 @@ async def run_generation(
             except ModelAPIError as exc:
                 obs.model_failed(slot, model.name, time.perf_counter() - started)
                 obs.failed(span, f"model error (status {exc.status})" if exc.status else "model error")
+                if exc.transient and step == 1:
+                    raise  # no tool has run: the whole turn can be asked again later
                 return run.fallback(f"model error: {exc.message}")
             usage = _usage(response, step, time.perf_counter() - started)
             span.set_attributes(

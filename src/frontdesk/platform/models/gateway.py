@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import httpx2
 from pydantic_ai import ModelMessage, ModelResponse
 from pydantic_ai.direct import model_request
 from pydantic_ai.exceptions import ModelAPIError as PaiModelAPIError
@@ -21,7 +22,7 @@ from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
-from frontdesk.errors import ConfigError, ModelAPIError
+from frontdesk.errors import ConfigError, ModelAPIError, transient_status
 from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
 
 SLOTS = ("chat", "utility", "embeddings", "transcription")
@@ -73,10 +74,13 @@ class ModelClient(Protocol):
 class PydanticAIClient:
     """A pydantic-ai ``Model`` behind our protocol, with vendor errors mapped to ``ModelAPIError``."""
 
-    def __init__(self, model: Model, name: str, timeout_s: float) -> None:
+    def __init__(self, model: Model, name: str, timeout_s: float, *, sdk_retries: int = 1) -> None:
+        """``sdk_retries``: how often the vendor SDK (OpenAI, Anthropic) repeats a failed request
+        itself, with its own short backoff, for a blip. A longer outage is left to the turn's job
+        (``ingestion/assembler.py``), which frees the worker while it waits."""
         self._model = model
         self._name = name
-        self._settings = ModelSettings(timeout=timeout_s)
+        self._settings = ModelSettings(timeout=timeout_s, max_retries=sdk_retries)
 
     @property
     def name(self) -> str:
@@ -89,18 +93,23 @@ class PydanticAIClient:
             )
         except (PaiModelAPIError, UnexpectedModelBehavior) as exc:
             raise vendor_error(self._name, exc) from exc
+        except (TimeoutError, httpx2.TransportError) as exc:  # timeouts included
+            # An SDK that lets its transport's own errors through (or our timeout setting firing).
+            raise ModelAPIError(f"{self._name}: {type(exc).__name__}: {exc}", transient=True) from exc
 
 
 def vendor_error(name: str, exc: PaiModelAPIError | UnexpectedModelBehavior) -> ModelAPIError:
-    """A pydantic-ai failure as ours: an HTTP status and ``Retry-After`` kept, the rest as text."""
+    """A pydantic-ai failure as ours: an HTTP status and ``Retry-After`` kept, the rest as text.
+    No connection or a timeout is transient; an answer pydantic-ai could not read is not."""
     if isinstance(exc, ModelHTTPError):
         retry_after = (exc.headers or {}).get("retry-after")
         return ModelAPIError(
             f"{name}: HTTP {exc.status_code}",
             status=exc.status_code,
             retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+            transient=transient_status(exc.status_code),
         )
-    return ModelAPIError(f"{name}: {exc}")
+    return ModelAPIError(f"{name}: {exc}", transient=isinstance(exc, PaiModelAPIError))
 
 
 def build_model(spec: ModelSpec) -> Model:
