@@ -55,6 +55,8 @@ class IngestResult:
     duplicate: bool
     # For a duplicate: whether the redelivery carried the same content as the stored row.
     same_content: bool = True
+    # This message started the conversation (a live view waiting for it may look it up now).
+    new_conversation: bool = False
 
 
 class Ingestor:
@@ -120,6 +122,7 @@ class Ingestor:
             )
             session.add(contact)
             await session.flush()
+        started = conversation is None
         if conversation is None:
             conversation = Conversation(
                 id=new_id("conv"),
@@ -160,7 +163,9 @@ class Ingestor:
             # Pending-first (invariant 4): the row and the job that resolves it commit together.
             await self._queue.enqueue(session, PREPARE_MEDIA, {"message_id": message_id}, key=f"media:{message_id}")
         await queue_turn(self._queue, session, conversation.id, delay_s=self._turn_delay_s)
-        return IngestResult(MessageId(message_id), ConversationId(conversation.id), duplicate=False)
+        return IngestResult(
+            MessageId(message_id), ConversationId(conversation.id), duplicate=False, new_conversation=started
+        )
 
     async def _duplicate(self, session: AsyncSession, event: InboundMessage) -> IngestResult:
         """The earlier row of a redelivered message."""

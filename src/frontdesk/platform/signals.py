@@ -7,24 +7,37 @@ In one process a publish sets the waiting tickets directly. On PostgreSQL it als
 ``frontdesk_conversation`` channel (payload: the conversation id), and ``start`` LISTENs on it
 over one dedicated connection, so a reply written by another instance wakes this one's streams at
 once. Publishers call ``publish`` after the transaction that wrote the change has committed, so a
-woken listener always finds the rows. Listeners keep polling on a timer as well: it covers a
-dropped LISTEN connection (the bridge reconnects with backoff and wakes everyone once it is back)
-and SQLite, where several processes (``frontdesk chat`` beside ``frontdesk demo``) share a file.
+woken listener always finds the rows.
+
+Where a publish may not arrive (SQLite, which several processes may share: ``frontdesk chat``
+beside ``frontdesk demo``; PostgreSQL while the LISTEN connection is down), one watcher per
+process reads the messages added since its last look, every ``watch_interval_s`` while anyone
+waits, and wakes their conversations. That is one query per second per process however many
+streams are open; each listener's own timer can then be long (a safety net, not the mechanism).
+After the bridge reconnects it wakes everyone, so nothing published meanwhile is missed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func, select
 from sqlalchemy.engine import URL
 
 from frontdesk.platform.pg_notify import BridgeTiming, PgNotifyBridge
+from frontdesk.platform.store.schema import Message
 
 if TYPE_CHECKING:
     from frontdesk.platform.store.engine import Database
 
 CONVERSATION_CHANNEL = "frontdesk_conversation"
+WATCH_INTERVAL_S = 1.0
+WATCH_BATCH = 5000  # rows per look; past that, the watcher skips to the present
+
+log = logging.getLogger(__name__)
 
 
 def listen_connect_args(url: URL) -> dict[str, Any]:
@@ -40,14 +53,25 @@ def listen_connect_args(url: URL) -> dict[str, Any]:
 
 
 class ConversationSignals:
-    def __init__(self, *, channel: str = CONVERSATION_CHANNEL, timing: BridgeTiming | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        channel: str = CONVERSATION_CHANNEL,
+        timing: BridgeTiming | None = None,
+        watch_interval_s: float = WATCH_INTERVAL_S,
+    ) -> None:
         self._events: dict[str, asyncio.Event] = {}
         self._channel = channel
         self._timing = timing
         self._bridge: PgNotifyBridge | None = None
+        self._watch_interval_s = watch_interval_s
+        self._watcher: asyncio.Task[None] | None = None
 
     async def start(self, db: Database) -> None:
-        """On PostgreSQL, begin receiving other instances' publishes (nothing to do on SQLite)."""
+        """Begin receiving other processes' changes: on PostgreSQL their publishes, and the
+        store watcher wherever a publish may not arrive."""
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(self._watch(db), name="signals-watcher")
         if db.dialect != "postgresql" or self._bridge is not None:
             return
         self._bridge = PgNotifyBridge(
@@ -56,10 +80,50 @@ class ConversationSignals:
         await self._bridge.start()
 
     async def close(self) -> None:
-        """Stop receiving other instances' publishes."""
+        """Stop receiving other processes' changes."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
         if self._bridge is not None:
             await self._bridge.close()
             self._bridge = None
+
+    async def _watch(self, db: Database) -> None:
+        last: int | None = None  # the newest message id looked at; None: start from the present
+        with contextlib.suppress(Exception):  # the store may be away at start: anchored at the next look
+            last = await self._wake_for_new_messages(db, None)
+        while True:
+            await asyncio.sleep(self._watch_interval_s)
+            if self._bridge is not None and self._bridge.listening:
+                last = None  # publishes arrive; after a reconnect the bridge wakes everyone
+                continue
+            if not self._events:
+                continue  # nobody waits: no query (``last`` stays, so nothing is skipped)
+            try:
+                last = await self._wake_for_new_messages(db, last)
+            except Exception:  # the store is away for a moment: listeners' own timers still run
+                log.warning("the signals watcher could not read new messages", exc_info=True)
+
+    async def _wake_for_new_messages(self, db: Database, last: int | None) -> int:
+        async with db.read() as session:
+            if last is None:
+                return int(await session.scalar(select(func.max(Message.id))) or 0)
+            rows = (
+                await session.execute(
+                    select(Message.id, Message.conversation_id)
+                    .where(Message.id > last)
+                    .order_by(Message.id)
+                    .limit(WATCH_BATCH)
+                )
+            ).all()
+        for message_id, conversation_id in rows:
+            last = max(last, message_id)
+            self._wake(conversation_id)
+        if len(rows) == WATCH_BATCH:  # a backlog from a spell nobody watched: go on from the present
+            return await self._wake_for_new_messages(db, None)
+        return last
 
     @property
     def bridge(self) -> PgNotifyBridge | None:

@@ -6,7 +6,6 @@ id is unguessable). The client's ``id`` is the idempotency key, scoped to its se
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import re
@@ -27,7 +26,9 @@ from frontdesk.output.transcript import latest_message_id, read_transcript
 
 CHANNEL = "webchat"
 TOKEN_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-STREAM_POLL_S = 1.0
+# Streams wake on signals (a publish, or the per-process store watcher, platform/signals.py); this
+# timer is only a safety net, so 2,000 idle streams cost no queries.
+STREAM_SAFETY_POLL_S = 15.0
 STREAM_KEEPALIVE_S = 15.0
 
 Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
@@ -101,6 +102,8 @@ def build_router(deps: ChannelDeps) -> APIRouter:
             ),
             channel=CHANNEL,
         )
+        if result.new_conversation:  # a stream opened before the first message waits for this
+            deps.signals.publish(session_signal(channel_account_id, body.session))
         if result.duplicate and not result.same_content:
             raise ConflictError(f"message id {body.id!r} was already used for a different text in this session")
         return JSONResponse(
@@ -149,9 +152,16 @@ def _parse_last_event_id(value: str | None) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+def session_signal(channel_account_id: str, session: str) -> str:
+    """The signal a session's first message publishes (its conversation exists from then on)."""
+    return f"webchat-session:{channel_account_id}:{session}"
+
+
 def body_limit(max_text_chars: int) -> int:
-    """Bytes a valid message can take: 4 per character of text (UTF-8) plus room for the rest."""
-    return max_text_chars * 4 + 2048
+    """Bytes a valid message can take: 12 per character of text plus room for the rest. Twelve,
+    not UTF-8's four: JSON may escape any character (``json.dumps`` does by default), and one
+    outside the BMP becomes a surrogate pair, ``\\ud83d\\ude00``."""
+    return max_text_chars * 12 + 2048
 
 
 async def _assistant_blocks(
@@ -171,6 +181,7 @@ async def _assistant_blocks(
     last_sent = time.monotonic()
     while not await request.is_disconnected():
         if conversation_id is None:
+            started = deps.signals.ticket(session_signal(channel_account_id, session))  # before the lookup
             conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
         woke = False
         if conversation_id is not None:
@@ -191,9 +202,9 @@ async def _assistant_blocks(
                     yield f"id: {entry.id}:{index}\nevent: block\ndata: {json.dumps(payload)}\n\n"
                     cursor = (entry.id, index)
                     last_sent = time.monotonic()
-            woke = await deps.signals.wait(ticket, STREAM_POLL_S)
+            woke = await deps.signals.wait(ticket, STREAM_SAFETY_POLL_S)
         else:
-            await asyncio.sleep(STREAM_POLL_S)
+            woke = await deps.signals.wait(started, STREAM_SAFETY_POLL_S)
         if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
             yield ": keep-alive\n\n"
             last_sent = time.monotonic()

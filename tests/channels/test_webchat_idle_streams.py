@@ -1,0 +1,92 @@
+"""Open web chat streams wait on signals, not on the database (issue 8, concurrency at scale).
+
+The scale bench (2,000 sessions, ``bench/burst.py``) found every open stream re-reading the
+store once a second: 2,000 queries a second before a single message, so the server had no time
+left to accept messages. Now an idle stream costs no query; one watcher per process reads new
+messages for all of them when a publish may not arrive (another process wrote the reply)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from test_webchat import next_block, served, sse_events
+
+from frontdesk.app import create_app
+from frontdesk.output.blocks import TextBlock
+from frontdesk.output.rendering import DeliveryTarget
+from harness import make_runtime, message, reply
+
+IDLE_STREAMS = 60
+# What a stream's own lookups read: the transcript, the session's conversation.
+STREAM_QUERY = re.compile(r"FROM (messages|conversations|contacts)\b")
+
+
+async def test_sixty_idle_streams_cost_almost_no_queries(db):
+    runtime, accounts = await make_runtime(db, {"name": "r", "default": [reply("hi")]}, workers=0)
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if STREAM_QUERY.search(statement):
+            statements.append(statement)
+
+    url = f"/v1/webchat/{accounts.webchat_id}/stream"
+    async with served(create_app(runtime)) as client:
+        for n in range(IDLE_STREAMS // 2):  # half on conversations that exist, half before the first message
+            await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session=f"old-{n}"))
+        sessions = [f"old-{n}" for n in range(IDLE_STREAMS // 2)] + [f"new-{n}" for n in range(IDLE_STREAMS // 2)]
+        async with asyncio.TaskGroup() as streams:
+            opened = [asyncio.Event() for _ in sessions]
+
+            async def hold(session: str, ready: asyncio.Event) -> None:
+                async with client.stream("GET", url, params={"session": session}) as response:
+                    events = sse_events(response)
+                    await anext(events)  # retry:
+                    await anext(events)  # id: where it starts
+                    ready.set()
+                    async for _ in events:  # until the test closes the server
+                        pass
+
+            tasks = [streams.create_task(hold(s, e)) for s, e in zip(sessions, opened, strict=True)]
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened)), 20)
+            await asyncio.sleep(0.5)  # let every stream reach its wait
+            event.listen(db.engine.sync_engine, "before_cursor_execute", count)
+            try:
+                await asyncio.sleep(3.0)
+            finally:
+                event.remove(db.engine.sync_engine, "before_cursor_execute", count)
+            for task in tasks:
+                task.cancel()
+
+    # Before: one lookup per stream per second (about 180 here). Now: the watcher's reads only.
+    assert len(statements) <= 6, f"{len(statements)} queries in 3 s, e.g. {statements[:3]}"
+
+
+async def test_a_reply_written_without_a_publish_reaches_the_stream_within_the_watchers_second(db):
+    # Another process on the same SQLite file (``frontdesk chat`` beside ``frontdesk demo``)
+    # writes a reply: nothing in this process publishes it, the store watcher finds it.
+    if db.dialect == "postgresql":
+        pytest.skip("on PostgreSQL every writer NOTIFYs (tests/platform/test_pg_notify.py); the watcher covers SQLite")
+    runtime, accounts = await make_runtime(db, {"name": "r", "default": [reply("hi")]}, workers=0)
+    first = await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session="elsewhere"))
+    target = DeliveryTarget("webchat", accounts.webchat_id, first.conversation_id, "elsewhere", 0, {}, {})
+    async with served(create_app(runtime)) as client:
+        url = f"/v1/webchat/{accounts.webchat_id}/stream"
+        async with client.stream("GET", url, params={"session": "elsewhere"}) as response:
+            events = sse_events(response)
+            await anext(events)
+            await anext(events)
+            async with runtime.db.transaction() as session:  # staged only: no renderer, no publish
+                await runtime.deliverer.stage(
+                    session, target, [TextBlock(text="from the other process")], turn_id=None, origin="test"
+                )
+            started = time.monotonic()
+            block = await next_block(events, timeout_s=5)
+            waited = time.monotonic() - started
+    assert json.loads(block["data"])["block"] == {"type": "text", "text": "from the other process"}
+    assert waited < 3  # the watcher's interval is 1 s; the stream's own safety timer is 15 s
