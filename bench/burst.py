@@ -12,7 +12,10 @@ prints:
 * model runs per burst: mean over sessions of ``turn_traces`` rows for the conversation (must
   be 1.00), and duplicate replies: assistant messages minus sessions (must be 0);
 * redeliveries: every message is POSTed once more with the same id; that must add no message
-  rows, no runs and no replies ("redeliveries: N, new replies: 0").
+  rows, no runs and no replies ("redeliveries: N, new replies: 0");
+* held connections: the most event streams open at once; lost messages: acknowledged with 202
+  but not stored, or never answered (must be 0); peak RSS of each self-hosted server process
+  (``VmHWM``, Linux).
 
 Counts come from the database directly (read-only queries), after waiting until the system is
 idle for these conversations: no queued/running job and no unprocessed customer message.
@@ -39,6 +42,8 @@ Run:
     .venv/bin/python bench/burst.py --sessions 20 --messages 5 \
         --database-url postgresql+asyncpg://postgres@127.0.0.1:5432/frontdesk_burst
     .venv/bin/python bench/burst.py --instances 3 --database postgresql://postgres@127.0.0.1:5432/frontdesk_burst
+    .venv/bin/python bench/burst.py --sessions 2000 --messages 3 --model-delay-ms 1000 --workers 64 \
+        --ramp-s 60 --timeout 600    # 2,000 open streams, one burst each, arriving over a minute
     .venv/bin/python bench/burst.py --url http://127.0.0.1:8000 \
         --database-url sqlite+aiosqlite:///./frontdesk.db --account demo-webchat
 """
@@ -72,6 +77,33 @@ from frontdesk.platform.store.schema import Contact, Conversation, Job, Message,
 LOOPBACK = "127.0.0.1"
 HEALTH_TIMEOUT_S = 120.0  # several servers importing at once on a small machine
 SETTLE_S = 0.5
+
+
+@dataclass
+class StreamGauge:
+    """Event streams open right now, and the most open at once."""
+
+    open: int = 0
+    peak: int = 0
+
+    def opened(self) -> None:
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+
+    def closed(self) -> None:
+        self.open -= 1
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The process's peak resident set (Linux ``VmHWM``), or None where /proc does not say."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
 
 
 @dataclass
@@ -170,7 +202,8 @@ async def seed(database_url: str) -> None:
 @contextlib.asynccontextmanager
 async def own_servers(args: argparse.Namespace, tmp: Path) -> AsyncIterator[list[str]]:
     """Without ``--instances``: ``frontdesk demo`` (it migrates and seeds). With it: ``db upgrade``,
-    the demo business seeded, then N ``frontdesk serve`` started in parallel. Yields base URLs."""
+    the demo business seeded, then N ``frontdesk serve`` started in parallel. Yields base URLs;
+    the processes' pids go to ``args.server_pids`` (for their peak RSS)."""
     env = server_env(args, tmp)
     if args.instances is None:
         command, count = "demo", 1
@@ -201,6 +234,7 @@ async def own_servers(args: argparse.Namespace, tmp: Path) -> AsyncIterator[list
             procs.append((proc, log_path))
         bases = [f"http://{LOOPBACK}:{port}" for port in ports]
         await asyncio.gather(*(wait_healthy(base, proc, log) for base, (proc, log) in zip(bases, procs, strict=True)))
+        args.server_pids = [proc.pid for proc, _ in procs]
         yield bases
     finally:
         await asyncio.gather(*(stop_process(proc) for proc, _ in procs))
@@ -295,18 +329,7 @@ async def wait_idle(engine: AsyncEngine, conversations: list[str], timeout_s: fl
                 )
                 or 0
             )
-            pending = int(
-                await conn.scalar(
-                    select(func.count())
-                    .select_from(Message)
-                    .where(
-                        Message.conversation_id.in_(conversations),
-                        Message.role == "user",
-                        Message.processed_at.is_(None),
-                    )
-                )
-                or 0
-            )
+        pending = await unanswered_messages(engine, conversations)
         if busy == 0 and pending == 0:
             quiet_since = quiet_since or time.monotonic()
             if time.monotonic() - quiet_since >= SETTLE_S:
@@ -317,18 +340,44 @@ async def wait_idle(engine: AsyncEngine, conversations: list[str], timeout_s: fl
     return False, busy, pending
 
 
+async def unanswered_messages(engine: AsyncEngine, conversations: list[str]) -> int:
+    """Customer messages no turn took (after the system went idle, each one is a loss)."""
+    async with engine.connect() as conn:
+        return int(
+            await conn.scalar(
+                select(func.count())
+                .select_from(Message)
+                .where(
+                    Message.conversation_id.in_(conversations),
+                    Message.role == "user",
+                    Message.processed_at.is_(None),
+                )
+            )
+            or 0
+        )
+
+
 # -- the burst
 
 
 async def watch_stream(
-    client: httpx2.AsyncClient, base: str, account: str, result: SessionResult, opened: asyncio.Event, deadline: float
+    client: httpx2.AsyncClient,
+    base: str,
+    account: str,
+    result: SessionResult,
+    opened: asyncio.Event,
+    deadline: float,
+    gauge: StreamGauge,
 ) -> None:
     """First assistant block on the session's SSE stream; on a stream failure, poll the transcript."""
+    held = False
     try:
         async with client.stream(
             "GET", f"{base}/v1/webchat/{account}/stream", params={"session": result.session}
         ) as response:
             response.raise_for_status()
+            gauge.opened()
+            held = True
             event = ""
             async for line in response.aiter_lines():
                 opened.set()
@@ -348,6 +397,8 @@ async def watch_stream(
         result.stream_error = f"{type(exc).__name__}: {exc}"
     finally:
         opened.set()
+        if held:
+            gauge.closed()
     while result.reply_at is None and time.perf_counter() < deadline:  # fallback: transcript polling
         with contextlib.suppress(httpx2.HTTPError):
             response = await client.get(f"{base}/v1/webchat/{account}/messages", params={"session": result.session})
@@ -388,6 +439,8 @@ async def burst_session(
     args: argparse.Namespace,
 ) -> None:
     tasks = []
+    if args.ramp_s:  # session i starts i/N of the way into the ramp: arrivals at a steady rate
+        await asyncio.sleep(args.ramp_s * index / args.sessions)
     for k in range(args.messages):
         if k:
             await asyncio.sleep(args.gap_ms / 1000)
@@ -421,10 +474,11 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
         max_connections=total_messages + 10, max_keepalive_connections=total_messages + 10, keepalive_expiry=1.0
     )
     engine = monitor_engine(args.database_url)
+    gauge = StreamGauge()
     failures: list[str] = []
     try:
         async with (
-            httpx2.AsyncClient(trust_env=False, timeout=30.0, limits=limits) as client,
+            httpx2.AsyncClient(trust_env=False, timeout=args.ack_timeout, limits=limits) as client,
             httpx2.AsyncClient(
                 trust_env=False,
                 timeout=httpx2.Timeout(30.0, read=args.timeout),
@@ -442,10 +496,10 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
                 await warm_up(client, bases, account, engine, run)
 
             # 1. one SSE stream per session, open before the burst
-            reply_deadline = time.perf_counter() + args.timeout + 30
+            reply_deadline = time.perf_counter() + args.ramp_s + args.timeout + 30
             opened = [asyncio.Event() for _ in results]
             watchers = [
-                asyncio.create_task(watch_stream(streams, bases[i % len(bases)], account, r, o, reply_deadline))
+                asyncio.create_task(watch_stream(streams, bases[i % len(bases)], account, r, o, reply_deadline, gauge))
                 for i, (r, o) in enumerate(zip(results, opened, strict=True))
             ]
             with contextlib.suppress(TimeoutError):
@@ -482,7 +536,7 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
                 r.user_messages = before["user"].get(cid, 0)
 
             # 5. idempotent redelivery of every message (fresh connections)
-            async with httpx2.AsyncClient(trust_env=False, timeout=30.0, limits=limits) as again:
+            async with httpx2.AsyncClient(trust_env=False, timeout=args.ack_timeout, limits=limits) as again:
                 redelivered = await asyncio.gather(
                     *(
                         post(again, target(bases, (i + 1) % len(bases), k), account, msg_body(r.session, k))
@@ -493,8 +547,10 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
             await asyncio.sleep(args.quiet_window + args.model_delay_ms / 1000 + 0.5)  # time for any stray turn
             idle_after, _, _ = await wait_idle(engine, conversations, args.timeout)
             after = await tallies(engine, conversations)
+            unanswered = await unanswered_messages(engine, conversations)
     finally:
         await engine.dispose()
+    rss = [peak_rss_mb(pid) for pid in getattr(args, "server_pids", [])]
 
     # -- figures
     acks = [ms for r in results for ms in r.acks_ms]
@@ -515,7 +571,8 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
         setup = f"quiet window {args.quiet_window:g} s, model delay {args.model_delay_ms} ms"
     else:
         setup = f"quiet window assumed {args.quiet_window:g} s (--quiet-window), model: the server's"
-    print(f"burst: {args.sessions} sessions x {args.messages} messages, gap {args.gap_ms:g} ms, {setup}")
+    arrivals = f"sessions starting over {args.ramp_s:g} s" if args.ramp_s else "all sessions at once"
+    print(f"burst: {args.sessions} sessions x {args.messages} messages, gap {args.gap_ms:g} ms, {arrivals}, {setup}")
     servers = bases[0] if len(bases) == 1 else f"{len(bases)} instances ({', '.join(bases)})"
     print(
         f"  server: {servers} ({args.mode}), database: {make_url(args.database_url).get_backend_name()}, "
@@ -540,6 +597,15 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
         )
     else:
         print(f"  reply latency: no session got a reply within {args.timeout:.0f}s")
+    print(f"  held connections: {gauge.peak} event streams open at once (of {len(results)} sessions)")
+    stored = sum(r.user_messages for r in results)
+    lost = max(0, statuses.count(202) - stored) + unanswered
+    print(
+        f"  lost messages: {lost} (acknowledged 202 but not stored: {max(0, statuses.count(202) - stored)}, "
+        f"stored but never answered: {unanswered})"
+    )
+    if rss and all(mb is not None for mb in rss):
+        print(f"  peak RSS per server process: {', '.join(f'{mb:.0f} MB' for mb in rss if mb is not None)}")
     print(f"  model runs per burst: {runs_per_burst:.2f} (min {min(runs)}, max {max(runs)})")
     print(f"  duplicate replies: {duplicates}")
     print(
@@ -553,7 +619,8 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
         )
     if missing_convs:
         failures.append(f"{missing_convs} sessions have no conversation")
-    stored = sum(r.user_messages for r in results)
+    if lost:
+        failures.append(f"{lost} messages lost")
     if stored != total_messages:
         failures.append(f"{stored} customer messages stored, expected {total_messages}")
     if len(replied) != len(results):
@@ -619,6 +686,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=5, help="messages per session burst (default 5)")
     parser.add_argument("--gap-ms", type=float, default=50.0, help="gap between a session's messages (default 50)")
     parser.add_argument("--timeout", type=float, default=60.0, help="bound on each wait, seconds (default 60)")
+    parser.add_argument(
+        "--ramp-s",
+        type=float,
+        default=0.0,
+        help="spread the sessions' first messages evenly over this many seconds (default 0: all at once)",
+    )
+    parser.add_argument(
+        "--ack-timeout", type=float, default=30.0, help="how long a POST may wait for its answer, seconds (default 30)"
+    )
     parser.add_argument("--url", help=f"an already running server: http://{LOOPBACK}:PORT")
     parser.add_argument(
         "--database",
@@ -651,8 +727,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, help="port for the self-hosted server (default: a free one)")
     parser.add_argument("--server-log", action="store_true", help="print the self-hosted server's log at the end")
     args = parser.parse_args(argv)
-    if args.sessions < 1 or args.messages < 1 or args.gap_ms < 0 or args.timeout <= 0:
-        parser.error("--sessions and --messages must be >= 1, --gap-ms >= 0, --timeout > 0")
+    if args.sessions < 1 or args.messages < 1 or args.gap_ms < 0 or args.timeout <= 0 or args.ramp_s < 0:
+        parser.error("--sessions and --messages must be >= 1, --gap-ms and --ramp-s >= 0, --timeout > 0")
+    if args.ack_timeout <= 0:
+        parser.error("--ack-timeout must be > 0")
     if args.database_url:
         args.database_url = async_database_url(args.database_url)
     if args.instances is not None:
