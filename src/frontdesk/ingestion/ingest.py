@@ -77,6 +77,9 @@ class Ingestor:
 
     async def ingest(self, event: InboundMessage, *, channel: str | None = None) -> IngestResult:
         """Store ``event`` and queue its turn. ``channel``: refuse (404) an account of another channel."""
+        stored = await self._stored_already(event, channel)
+        if stored is not None:
+            return stored
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._db.transaction() as session:
@@ -167,6 +170,22 @@ class Ingestor:
             MessageId(message_id), ConversationId(conversation.id), duplicate=False, new_conversation=started
         )
 
+    async def _stored_already(self, event: InboundMessage, channel: str | None) -> IngestResult | None:
+        """A redelivery, recognised without a write transaction: on SQLite a storm of them would
+        otherwise queue for the write lock behind (and in front of) new messages and turns. The
+        unique index still decides for a redelivery that races its first delivery."""
+        query = select(Message.id, Message.conversation_id, Message.content).where(
+            Message.channel_account_id == event.channel_account_id,
+            Message.channel_message_id == event.channel_message_id,
+        )
+        if channel is not None:
+            query = query.join(ChannelAccount, ChannelAccount.id == Message.channel_account_id).where(
+                ChannelAccount.channel == channel
+            )
+        async with self._db.read() as session:
+            row = (await session.execute(query)).first()
+        return None if row is None else _redelivery(row.id, row.conversation_id, row.content, event)
+
     async def _duplicate(self, session: AsyncSession, event: InboundMessage) -> IngestResult:
         """The earlier row of a redelivered message."""
         existing = await session.scalar(
@@ -177,12 +196,7 @@ class Ingestor:
         )
         if existing is None:  # the conflict was on this very key, so the row exists
             raise AssertionError(f"conflict without a row for {event.channel_message_id!r}")
-        return IngestResult(
-            MessageId(existing.id),
-            ConversationId(existing.conversation_id),
-            duplicate=True,
-            same_content=existing.content == event.text,
-        )
+        return _redelivery(existing.id, existing.conversation_id, existing.content, event)
 
     async def find_conversation(self, channel_account_id: str, contact_external_id: str) -> str | None:
         async with self._db.read() as session:
@@ -208,3 +222,11 @@ class Ingestor:
                 message.meta = {**(message.meta or {}), **meta_updates}
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
+
+
+def _redelivery(message_id: int, conversation_id: str, content: str | None, event: InboundMessage) -> IngestResult:
+    """The stored row of a message delivered again; a different text under the same id is the
+    caller's to refuse (web chat answers 409)."""
+    return IngestResult(
+        MessageId(message_id), ConversationId(conversation_id), duplicate=True, same_content=content == event.text
+    )
