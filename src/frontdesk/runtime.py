@@ -116,7 +116,11 @@ class Runtime:
         accounts = AccountDirectory(db, vault)
         media = build_media_store(settings)
         http = httpx2.AsyncClient(
-            timeout=settings.channel_timeout_s, headers={"User-Agent": f"frontdesk/{__version__}"}
+            timeout=settings.channel_timeout_s,
+            headers={"User-Agent": f"frontdesk/{__version__}"},
+            # Idle connections are dropped before the common 5 s server keep-alive (uvicorn,
+            # Node, Apache) closes them: reusing one the platform is closing fails the send.
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0),
         )
         notifier = Dispatcher(
             db,

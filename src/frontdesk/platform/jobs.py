@@ -194,9 +194,10 @@ class JobQueue:
             )
 
     async def release(self, job: ClaimedJob, worker: str) -> bool:
-        """Give a claimed job back unfinished (a shutdown): queued and due now, so another instance
-        takes it at its next poll instead of after the lease runs out. The interrupted attempt is
-        not counted: stopping a process is not the job's failure."""
+        """Give a claimed job back unfinished (a shutdown): queued, at its old place in the queue (it
+        was due when claimed), so another instance takes it at its next poll instead of after the
+        lease runs out, ahead of newer work. The interrupted attempt is not counted: stopping a
+        process is not the job's failure."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             result = await session.execute(
@@ -206,7 +207,6 @@ class JobQueue:
                     status=QUEUED,
                     locked_by=None,
                     locked_until=None,
-                    run_after=now,
                     attempts=Job.attempts - 1,  # the claim counted it; a claimed job has at least 1
                     updated_at=now,
                 )
@@ -234,7 +234,9 @@ class JobQueue:
             return row.status
 
     async def requeue_abandoned(self) -> int:
-        """Jobs whose worker stopped renewing its lease (a dead process) go back in the queue."""
+        """Jobs whose worker stopped renewing its lease (a dead process) go back in the queue, at
+        their old place: ``run_after`` is left as it was (due long ago), so the customers whose
+        turn was interrupted are served first, not after the backlog that built up meanwhile."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             stale = (
@@ -247,7 +249,6 @@ class JobQueue:
                 job.last_error = f"abandoned by {job.locked_by} (lease expired)"
                 job.locked_by = None
                 job.locked_until = None
-                job.run_after = now
                 job.updated_at = now
         lock_taken_over("job", len(stale))
         return len(stale)
