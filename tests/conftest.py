@@ -138,8 +138,9 @@ def loyalty_server(loyalty_seeded_db: Path, tmp_path: Path) -> Any:
 # -- the suite-wide canary watch
 #
 # Canary secrets (tests/platform/test_vault_canary.py) carry CANARY_MARK and are stored in the
-# vault. Beyond that test's own scan, every log record emitted and every response body or header
-# sent by a frontdesk app during the whole run is watched for the mark; a sighting fails the run.
+# vault. Beyond that test's own scan, every log record emitted, every response body or header
+# sent by a frontdesk app and every row written into a trace-like table (tests/canary_rows.py)
+# during the whole run is watched for the mark; a sighting fails the run.
 
 CANARY_MARK = "c4n4ry"
 canary_sightings: list[str] = []
@@ -179,8 +180,11 @@ def _watch_frontdesk_responses() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from canary_rows import watch_rows
+
     logging.getLogger().addHandler(_CanaryLogWatch())
     _watch_frontdesk_responses()
+    watch_rows(CANARY_MARK, canary_sightings.append)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

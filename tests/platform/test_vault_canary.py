@@ -276,3 +276,26 @@ async def test_the_suite_wide_watch_sees_a_canary_in_a_log_line_or_a_response():
     found = canary_sightings[before:]
     del canary_sightings[before:]  # the sightings were this test's own doing
     assert [f.split(":")[0] for f in found] == ["log line of frontdesk.test", "response to GET /leak"]
+
+
+async def test_the_suite_wide_watch_sees_a_canary_written_into_a_trace_row(db):
+    from conftest import canary_sightings
+    from frontdesk.platform.store.schema import TurnTrace
+    from harness import make_runtime, message
+
+    runtime, accounts = await make_runtime(db, HELLO)
+    stored = await runtime.ingestor.ingest(message(accounts.webchat_id, "hi"))
+    before = len(canary_sightings)
+    async with db.transaction() as session:
+        session.add(
+            TurnTrace(
+                conversation_id=stored.conversation_id,
+                worker="test",
+                started_at=runtime.clock.now(),
+                outcome="fallback",
+                detail=f"model error: bad key {CLI_SECRET}",
+            )
+        )
+    found = canary_sightings[before:]
+    del canary_sightings[before:]  # the sighting was this test's own doing
+    assert found == ["an insert of turn_traces row"]
