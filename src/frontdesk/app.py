@@ -23,6 +23,7 @@ from frontdesk.errors import (
     PayloadError,
     TooLargeError,
 )
+from frontdesk.http_errors import error_body
 from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform import tokens
@@ -103,7 +104,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
         """Liveness: the process serves HTTP. Never touches the database."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["ops"])
+    @app.get("/readyz", tags=["ops"], responses={503: {"description": "not ready: `checks` says which check failed"}})
     async def readyz() -> JSONResponse:
         """Readiness: the database answers and the jobs table is reachable (503 says which not)."""
         readiness = await check_readiness(runtime.db)
@@ -120,10 +121,6 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
 
     _install_error_handlers(app)
     return app
-
-
-def error_body(code: str, message: str, details: object = None) -> dict[str, object]:
-    return {"error": {"code": code, "message": message, "details": details}}
 
 
 def _status_for(exc: FrontdeskError) -> int:

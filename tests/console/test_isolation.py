@@ -202,5 +202,5 @@ async def test_oversized_form_is_refused_before_it_is_read(db):
         token = await csrf_of(http)
         response = await http.post("/console/policy", data={"csrf": token, "tone": "x" * 70_000})
 
-    assert response.status_code == 422
-    assert "larger than" in response.json()["error"]["message"]
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"

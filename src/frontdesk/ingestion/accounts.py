@@ -30,6 +30,9 @@ from frontdesk.platform.vault import MasterKeys, Vault
 log = logging.getLogger(__name__)
 
 CACHE_TTL_S = 30.0
+# Misses are cached too (a burst for an unknown id costs one read), and anyone can make up ids:
+# past this many entries the expired ones go, then all, so made-up ids cannot grow memory.
+CACHE_MAX_ENTRIES = 4096
 
 
 # Meta's handshake sends our verify token in the query string (``hub.verify_token=...``), and
@@ -128,7 +131,7 @@ class AccountDirectory:
                 if found is not None
                 else None
             )
-            self._cache[account_id] = (time.monotonic(), row)
+            self._remember(account_id, row)
         if row is None or row.channel not in channels:
             raise NotFoundError(f"no {'/'.join(channels)} channel account {account_id!r}")
         vaulted = await self.vault.get_prefix(row.tenant_id, credential_prefix(row.id))
@@ -136,6 +139,18 @@ class AccountDirectory:
 
     def forget(self, account_id: str) -> None:
         self._cache.pop(account_id, None)
+
+    def cached(self) -> int:
+        """How many account ids (found or not) the cache holds."""
+        return len(self._cache)
+
+    def _remember(self, account_id: str, row: _Row | None) -> None:
+        now = time.monotonic()
+        if len(self._cache) >= CACHE_MAX_ENTRIES:
+            self._cache = {k: v for k, v in self._cache.items() if now - v[0] < self._ttl_s}
+            if len(self._cache) >= CACHE_MAX_ENTRIES:
+                self._cache.clear()
+        self._cache[account_id] = (now, row)
 
 
 async def seal_plaintext_secrets(db: Database, vault: Vault) -> int:

@@ -11,6 +11,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# What a platform id must look like before it becomes one of our keys (a contact's external id, a
+# message's idempotency key): printable, since PostgreSQL refuses NUL in text and a control
+# character in an id is never a platform's, only a forger's. Payload models put it on their ids.
+PRINTABLE_ID = r"^[^\x00-\x1f\x7f]*$"  # emptiness is min_length's business
+
 ContentType = Literal["text", "image", "audio", "voice", "video", "sticker", "file"]
 MediaKind = Literal["image", "audio"]
 

@@ -135,7 +135,9 @@ class LocalMediaStore:
         return f"/media/m/{key}?exp={expires}&sig={self._sign(key, expires)}"
 
     def verify(self, key: str, expires: int, signature: str) -> bool:
-        if not stored_key(key) or expires < time.time():
+        # compare_digest raises TypeError on a str with non-ASCII characters (a 500 for any URL
+        # with ``sig=é``); our signatures are base64, so such a one is simply not ours.
+        if not signature.isascii() or not stored_key(key) or expires < time.time():
             return False
         return hmac.compare_digest(self._sign(key, expires), signature)
 

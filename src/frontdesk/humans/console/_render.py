@@ -11,9 +11,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from frontdesk.errors import PayloadError
+from frontdesk.errors import PayloadError, TooLargeError
 from frontdesk.humans.console.auth import Principal
-from frontdesk.humans.console.csrf import MAX_FORM_BYTES
+from frontdesk.humans.console.csrf import read_form
 from frontdesk.humans.console.i18n import translator
 from frontdesk.platform.store.schema_console import AuditEntry
 
@@ -55,10 +55,10 @@ def page(
 
 async def parse_form(request: Request, model: type[Form]) -> Form:
     """A form post as a frozen model; anything else is a 4xx naming the field, never a 500."""
-    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-        raise PayloadError(f"the form is larger than {MAX_FORM_BYTES} bytes")
     try:
-        form = await request.form()
+        form = await read_form(request)
+    except TooLargeError:
+        raise
     except Exception as exc:  # a malformed multipart body is the sender's fault
         raise PayloadError("the form could not be read", malformed=True) from exc
     values = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}

@@ -5,10 +5,12 @@ session yet, uses a double-submit cookie instead."""
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from fastapi import Request
+from starlette.datastructures import FormData
 
-from frontdesk.errors import ForbiddenError, PayloadError
+from frontdesk.errors import ForbiddenError, TooLargeError
 
 FIELD = "csrf"
 HEADER = "x-csrf-token"
@@ -16,15 +18,39 @@ PRE_LOGIN_COOKIE = "frontdesk_console_login"
 MAX_FORM_BYTES = 64 * 1024  # the largest console form (policy) is a few kilobytes
 
 
+async def read_form(request: Request) -> FormData:
+    """The posted form, refused (413) once it passes ``MAX_FORM_BYTES``: by its declared length
+    before a byte is read, else while it streams in (a chunked body declares none). Read once
+    per request; later calls get the same form. The sign-in form is posted before anyone is
+    known, so nothing bigger than a form may reach memory."""
+    cached = getattr(request.state, "console_form", None)
+    if isinstance(cached, FormData):
+        return cached
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise TooLargeError(f"the form is {declared} bytes; the limit is {MAX_FORM_BYTES}")
+    received = 0
+
+    async def capped() -> Any:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > MAX_FORM_BYTES:
+            raise TooLargeError(f"the form is over the {MAX_FORM_BYTES}-byte limit")
+        return message
+
+    form = await Request(request.scope, capped).form()
+    request.state.console_form = form
+    return form
+
+
 async def posted_token(request: Request) -> str:
     header = request.headers.get(HEADER)
     if header:
         return header
     content_type = request.headers.get("content-type", "")
-    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-        raise PayloadError(f"the form is larger than {MAX_FORM_BYTES} bytes")
     if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-        value = (await request.form()).get(FIELD)  # starlette caches the parsed form
+        value = (await read_form(request)).get(FIELD)
         return value if isinstance(value, str) else ""
     return ""
 

@@ -16,6 +16,7 @@ from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import audit, page, parse_form
 from frontdesk.humans.console.auth import Principal
+from frontdesk.humans.console.csrf import read_form
 from frontdesk.platform.store.schema import Task, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry, Operator
 
@@ -40,7 +41,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
     @router.post("/console/policy", response_class=HTMLResponse)
     async def policy_save(request: Request) -> Response:
         me = await actor(deps, request, owner=True)
-        form = await request.form()  # already read (and size-checked) by the CSRF check
+        form = await read_form(request)  # already read (and size-checked) by the CSRF check
         submitted = {k: _text(form.get(k)) for k in IdentityPolicy.model_fields}
         try:
             new = IdentityPolicy.model_validate(submitted)

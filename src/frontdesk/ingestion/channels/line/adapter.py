@@ -13,29 +13,37 @@ transcription and the turn are jobs queued in the same transaction.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
 from frontdesk.ingestion.channels._deps import ChannelDeps
+from frontdesk.ingestion.channels._openapi import webhook_docs
 from frontdesk.ingestion.channels._webhook import AccountIdPath, apply_events, check_base64_signature, read_capped
 from frontdesk.ingestion.channels.line.inbound import parse_events
+from frontdesk.ingestion.channels.line.payloads import CallbackRequest
 
 CHANNEL = "line"
-SIGNATURE_HEADER = "x-line-signature"
+SIGNATURE_HEADER = "X-Line-Signature"
+# Optional to FastAPI: a missing signature is a 401 from check_base64_signature, like a forged one.
+LineSignature = Annotated[
+    str | None,
+    Header(alias=SIGNATURE_HEADER, description="base64 of HMAC-SHA256 of the raw body, channel secret as key"),
+]
 
 
 def build_router(deps: ChannelDeps) -> APIRouter:
     router = APIRouter(tags=["line"])
 
     @router.post(
-        "/webhooks/line/{account_id}",
-        responses={401: {"description": "missing or forged signature"}, 404: {}, 413: {}, 422: {}},
+        "/webhooks/line/{account_id}", **webhook_docs(CallbackRequest, unauthorized="missing or forged signature")
     )
-    async def webhook(account_id: AccountIdPath, request: Request) -> JSONResponse:
+    async def webhook(account_id: AccountIdPath, request: Request, signature: LineSignature = None) -> JSONResponse:
         account = await deps.accounts.get(account_id, (CHANNEL,))
         raw = await read_capped(request)
         # An account without a channel secret fails closed here (401), like a forged signature.
-        check_base64_signature(request.headers.get(SIGNATURE_HEADER), account.credentials.get("channel_secret"), raw)
+        check_base64_signature(signature, account.credentials.get("channel_secret"), raw)
         counts = await apply_events(deps, CHANNEL, parse_events(raw, account.id, account.config))
         return JSONResponse({"ok": True, **counts})
 

@@ -16,7 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-Id = Annotated[str, Field(min_length=1, max_length=200)]
+from frontdesk.ingestion.events import PRINTABLE_ID
+
+# Ids become our contact and message ids: no control characters (PostgreSQL refuses NUL).
+Id = Annotated[str, Field(min_length=1, max_length=200, pattern=PRINTABLE_ID)]
 Url = Annotated[str, Field(min_length=1, max_length=4000)]
 Millis = Annotated[int, Field(ge=0)]
 
@@ -134,13 +137,21 @@ class StickerContent(_Content):
     text: str | None = None
 
 
+_CONTENT_TYPES = frozenset({"text", "image", "video", "audio", "file", "location", "sticker"})
+
+
+def _none_of(known: frozenset[str]) -> dict[str, Any]:
+    # For the JSON schema only (the tag already routes the known types elsewhere): without it a
+    # known type would fit both its own model and the catch-all, and a "oneOf" of them would call
+    # every real payload invalid.
+    return {"not": {"enum": sorted(known)}}
+
+
 class OtherContent(_Content):
     """A message type we do not model (LINE may add some); ignored, never rejected."""
 
-    type: Annotated[str, Field(max_length=100)]
+    type: Annotated[str, Field(max_length=100, json_schema_extra=_none_of(_CONTENT_TYPES))]
 
-
-_CONTENT_TYPES = frozenset({"text", "image", "video", "audio", "file", "location", "sticker"})
 
 MessageContent = Annotated[
     Annotated[TextContent, Tag("text")]
@@ -222,12 +233,15 @@ class UnsendEvent(_Event):
     unsend: UnsendDetail
 
 
+_EVENT_TYPES = frozenset({"message", "follow", "unfollow", "postback", "unsend"})
+
+
 class OtherEvent(_Event):
     """Every other event type (join, leave, beacon, videoPlayComplete, accountLink, ... and types
     LINE adds later): only the common fields, so an unknown type is ignored, never rejected."""
 
+    type: Annotated[str, Field(max_length=100, json_schema_extra=_none_of(_EVENT_TYPES))]
 
-_EVENT_TYPES = frozenset({"message", "follow", "unfollow", "postback", "unsend"})
 
 Event = Annotated[
     Annotated[MessageEvent, Tag("message")]

@@ -13,10 +13,21 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from frontdesk.http_errors import json_schema
 from frontdesk.ingestion.channels._deps import ChannelDeps
-from frontdesk.ingestion.channels._meta import answer_verification, check_meta_signature
+from frontdesk.ingestion.channels._meta import (
+    HANDSHAKE_RESPONSES,
+    HubChallenge,
+    HubMode,
+    HubSignature,
+    HubVerifyToken,
+    answer_verification,
+    check_meta_signature,
+)
+from frontdesk.ingestion.channels._openapi import webhook_docs
 from frontdesk.ingestion.channels._webhook import AccountIdPath, apply_events, read_capped
 from frontdesk.ingestion.channels.messenger.inbound import CHANNELS, parse_events
+from frontdesk.ingestion.channels.messenger.payloads import Envelope
 
 
 def build_router(deps: ChannelDeps) -> APIRouter:
@@ -29,26 +40,25 @@ def build_router(deps: ChannelDeps) -> APIRouter:
 def _add_routes(router: APIRouter, deps: ChannelDeps, channel: str) -> None:
     # A function per channel so each route closes over its own ``channel``, not the loop variable.
     path = f"/webhooks/{channel}/{{account_id}}"
+    body = json_schema(Envelope)
+    body["properties"]["object"] = {"const": CHANNELS[channel][0]}  # "page" or "instagram": one per route
 
-    @router.get(
-        path,
-        name=f"{channel}_verify",
-        response_class=PlainTextResponse,
-        responses={403: {"description": "wrong verify token"}, 404: {}, 422: {}},
-    )
-    async def verify(account_id: AccountIdPath, request: Request) -> PlainTextResponse:
+    @router.get(path, name=f"{channel}_verify", response_class=PlainTextResponse, responses=HANDSHAKE_RESPONSES)
+    async def verify(
+        account_id: AccountIdPath, mode: HubMode, challenge: HubChallenge, verify_token: HubVerifyToken = None
+    ) -> PlainTextResponse:
         account = await deps.accounts.get(account_id, (channel,))
-        return answer_verification(request, account)
+        return answer_verification(account, verify_token, challenge)
 
     @router.post(
         path,
         name=f"{channel}_webhook",
-        responses={401: {"description": "missing or wrong signature"}, 404: {}, 413: {}, 422: {}},
+        **webhook_docs(Envelope, unauthorized="missing or wrong signature", schema=body),
     )
-    async def webhook(account_id: AccountIdPath, request: Request) -> JSONResponse:
+    async def webhook(account_id: AccountIdPath, request: Request, signature: HubSignature = None) -> JSONResponse:
         account = await deps.accounts.get(account_id, (channel,))
         raw = await read_capped(request)
-        check_meta_signature(request, account, raw)
+        check_meta_signature(signature, account, raw)
         events = parse_events(raw, account.id, account.config, channel=channel)
         counts = await apply_events(deps, channel, events)
         return JSONResponse({"ok": True, **counts})

@@ -11,13 +11,13 @@ One POST can carry several entries with several events each; every event yields 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from frontdesk.errors import ConfigError, PayloadError
 from frontdesk.ingestion.channels.messenger.payloads import (
@@ -104,8 +104,10 @@ def parse_events(raw: bytes, account_id: str, config: Mapping[str, Any], *, chan
 
 def _load(raw: bytes) -> Envelope:
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        # Not json.loads: it lets a lone surrogate escape ("\ud800") through, which no database can
+        # store (a 500); pydantic's parser refuses it, like the other channels' parsers do.
+        data = from_json(raw)
+    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd nesting
         raise PayloadError("the body must be a JSON object", malformed=True) from exc
     if not isinstance(data, dict):
         raise PayloadError("the body must be a JSON object", malformed=True)

@@ -15,11 +15,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from frontdesk.ingestion.events import PRINTABLE_ID
+
 # Ids become our contact and message ids: no control characters (PostgreSQL refuses NUL).
-_PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
-Id = Annotated[str, Field(min_length=1, max_length=200, pattern=_PRINTABLE)]
+Id = Annotated[str, Field(min_length=1, max_length=200, pattern=PRINTABLE_ID)]
 # Our channel_message_id is ``mid`` or ``f"{mid}#{i}"`` and holds at most 300 characters.
-Mid = Annotated[str, Field(min_length=1, max_length=290, pattern=_PRINTABLE)]
+Mid = Annotated[str, Field(min_length=1, max_length=290, pattern=PRINTABLE_ID)]
 
 
 class _Model(BaseModel):

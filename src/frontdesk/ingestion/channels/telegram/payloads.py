@@ -1,8 +1,9 @@
 """The Telegram Bot API ``Update`` as it reaches our webhook, reduced to the fields we read.
 
 Unknown fields are ignored: nearly every Bot API release adds some. The fields we do read are
-strict (an id is a JSON integer, never a string) and bounded like the ``MediaRef`` they feed, so
-a payload that passes here cannot fail later when we build our own events.
+strict (an id is a JSON integer, never a string) and bounded like the ``MediaRef`` they feed (an
+integer to 64 bits, as the Bot API promises), so a payload that passes here cannot fail later when
+we build our own events.
 Reference: https://core.telegram.org/bots/api#update
 """
 
@@ -11,11 +12,22 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+
+def _whole(value: object) -> object:
+    # JSON has one number type: 42.0 is the integer 42 to JSON Schema (and so to our OpenAPI
+    # document). Strings and booleans stay refused by the strict int that follows.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# Ids and counts fit a signed 64-bit integer (the Bot API's promise); a longer one would overflow
+# our own ids (``update:<n>`` is at most 300 characters, a contact id 200).
+# (The validator after the bounds still runs first; in this order the schema keeps the bounds.)
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1), BeforeValidator(_whole)]
+NonNegative = Annotated[int, Field(ge=0, le=2**63 - 1), BeforeValidator(_whole)]
 FileId = Annotated[str, Field(min_length=1, max_length=4000)]
 MimeType = Annotated[str, Field(max_length=200)]
-NonNegative = Annotated[int, Field(ge=0)]
 
 _UPDATE_TYPE = re.compile(r"[a-z_]{1,40}")
 
@@ -25,14 +37,14 @@ class _Payload(BaseModel):
 
 
 class User(_Payload):
-    id: int
+    id: Int64
     is_bot: bool
     first_name: str
     last_name: str | None = None
 
 
 class Chat(_Payload):
-    id: int
+    id: Int64
     # "private", "group", "supergroup" or "channel"; a plain str so a new kind is not a 422.
     type: str
 
@@ -66,7 +78,7 @@ class Sticker(File):
 
 
 class Message(_Payload):
-    message_id: int
+    message_id: Int64
     chat: Chat
     # Absent for channel posts; present in every private chat.
     sender: User | None = Field(default=None, alias="from")
@@ -89,7 +101,7 @@ class Update(_Payload):
     name is the update's type; ``update_type`` records that name for the kinds we do not model
     (``callback_query``, ``my_chat_member``, ``channel_post``...)."""
 
-    update_id: int
+    update_id: Int64
     message: Message | None = None
     edited_message: Message | None = None
     update_type: str = "empty"

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from frontdesk.errors import ConflictError, PayloadError
+from frontdesk.http_errors import UNAVAILABLE, error_responses
 from frontdesk.ingestion.channels._deps import ChannelDeps
 from frontdesk.ingestion.channels._webhook import read_capped
 from frontdesk.ingestion.events import InboundMessage
@@ -34,7 +35,15 @@ STREAM_KEEPALIVE_S = 15.0
 Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
 AccountId = Annotated[str, Path(pattern=TOKEN_PATTERN, max_length=40, description="a web chat channel account")]
 LAST_EVENT_ID = re.compile(r"([0-9]{1,18}):([0-9]{1,9})")
+ACCOUNT_NOT_FOUND = "no web chat account has this id"
+READ_ERRORS = error_responses(
+    {404: ACCOUNT_NOT_FOUND, 422: "an account id or session the pattern refuses", **UNAVAILABLE}
+)
 PRESENT = 10**6  # a block index past any message's last block: "everything of this message was seen"
+# A text worth storing, as the OpenAPI document states it (the validator says why in words): no
+# NUL, and at least one character that is not whitespace as ``str.strip`` sees it.
+_SPACE = r"\t-\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+TEXT_PATTERN = rf"^[^\u0000]*[^\u0000{_SPACE}][^\u0000]*$"
 
 
 class WebchatInbound(BaseModel):
@@ -43,7 +52,7 @@ class WebchatInbound(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     session: str = Field(pattern=TOKEN_PATTERN)
     id: str = Field(pattern=TOKEN_PATTERN)
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, json_schema_extra={"pattern": TEXT_PATTERN})
 
     @field_validator("text")
     @classmethod
@@ -51,8 +60,7 @@ class WebchatInbound(BaseModel):
         # PostgreSQL cannot store NUL in text; no person types one.
         if "\x00" in value:
             raise ValueError("text must not contain NUL characters")
-        value = value.strip()
-        if not value:
+        if not value.strip():
             raise ValueError("text must not be blank")
         return value
 
@@ -68,12 +76,21 @@ def parse_inbound(raw: bytes, max_text_chars: int) -> WebchatInbound:
         raise PayloadError(
             "invalid message: " + "; ".join(f"{d['field']}: {d['problem']}" for d in details), details=details
         ) from exc
+    # The limit counts the text as sent (what the widget's maxlength and the OpenAPI maxLength
+    # count), before it is trimmed for storing.
     if len(body.text) > max_text_chars:
         raise PayloadError(
             f"text is {len(body.text)} characters; the limit is {max_text_chars}",
             details=[{"field": "text", "problem": f"longer than {max_text_chars} characters"}],
         )
-    return body
+    return body.model_copy(update={"text": body.text.strip()})
+
+
+def inbound_schema(max_text_chars: int) -> dict[str, Any]:
+    """The POST body's JSON schema, the text's length limit included (a setting, not a constant)."""
+    schema = WebchatInbound.model_json_schema()
+    schema["properties"]["text"]["maxLength"] = max_text_chars
+    return schema
 
 
 def build_router(deps: ChannelDeps) -> APIRouter:
@@ -82,11 +99,23 @@ def build_router(deps: ChannelDeps) -> APIRouter:
     @router.post(
         "/v1/webchat/{channel_account_id}/messages",
         status_code=202,
-        responses={200: {"description": "duplicate id: the earlier message"}, 400: {}, 404: {}, 409: {}, 422: {}},
+        responses={
+            200: {"description": "duplicate id: the earlier message"},
+            **error_responses(
+                {
+                    400: "the body is not a JSON object",
+                    404: ACCOUNT_NOT_FOUND,
+                    409: "this id was already used for a different text in this session",
+                    413: "the body is larger than a valid message can be",
+                    422: "a missing, blank, over-long or mistyped field, or an account id the path refuses",
+                    **UNAVAILABLE,
+                }
+            ),
+        },
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": WebchatInbound.model_json_schema()}},
+                "content": {"application/json": {"schema": inbound_schema(deps.max_text_chars)}},
             }
         },
     )
@@ -111,7 +140,7 @@ def build_router(deps: ChannelDeps) -> APIRouter:
             status_code=200 if result.duplicate else 202,
         )
 
-    @router.get("/v1/webchat/{channel_account_id}/messages")
+    @router.get("/v1/webchat/{channel_account_id}/messages", responses=READ_ERRORS)
     async def get_messages(channel_account_id: AccountId, session: Session) -> dict[str, Any]:
         await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
@@ -120,7 +149,11 @@ def build_router(deps: ChannelDeps) -> APIRouter:
         entries = await read_transcript(deps.db, conversation_id)
         return {"messages": [e.as_json() for e in entries]}
 
-    @router.get("/v1/webchat/{channel_account_id}/stream", response_class=StreamingResponse)
+    @router.get(
+        "/v1/webchat/{channel_account_id}/stream",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}, **READ_ERRORS},
+    )
     async def stream(channel_account_id: AccountId, session: Session, request: Request) -> StreamingResponse:
         await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         resume_after = _parse_last_event_id(request.headers.get("last-event-id"))
@@ -129,7 +162,7 @@ def build_router(deps: ChannelDeps) -> APIRouter:
             events, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
 
-    @router.get("/webchat/{channel_account_id}", response_class=HTMLResponse)
+    @router.get("/webchat/{channel_account_id}", response_class=HTMLResponse, responses=READ_ERRORS)
     async def page(channel_account_id: AccountId) -> HTMLResponse:
         account = await deps.ingestor.channel_account(channel_account_id, CHANNEL)
         template = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")

@@ -17,10 +17,21 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from frontdesk.http_errors import json_schema
 from frontdesk.ingestion.channels._deps import ChannelDeps
-from frontdesk.ingestion.channels._meta import answer_verification, check_meta_signature
+from frontdesk.ingestion.channels._meta import (
+    HANDSHAKE_RESPONSES,
+    HubChallenge,
+    HubMode,
+    HubSignature,
+    HubVerifyToken,
+    answer_verification,
+    check_meta_signature,
+)
+from frontdesk.ingestion.channels._openapi import webhook_docs
 from frontdesk.ingestion.channels._webhook import AccountIdPath, apply_events, read_capped
 from frontdesk.ingestion.channels.whatsapp.inbound import parse_events
+from frontdesk.ingestion.channels.whatsapp.payloads import OBJECT, WebhookPayload
 
 CHANNEL = "whatsapp"
 PATH = "/webhooks/whatsapp/{account_id}"
@@ -29,23 +40,21 @@ PATH = "/webhooks/whatsapp/{account_id}"
 def build_router(deps: ChannelDeps) -> APIRouter:
     router = APIRouter(tags=["whatsapp"])
 
-    @router.get(
-        PATH,
-        response_class=PlainTextResponse,
-        responses={403: {"description": "wrong verify token"}, 404: {}, 422: {"description": "not a handshake"}},
-    )
-    async def verify(account_id: AccountIdPath, request: Request) -> PlainTextResponse:
+    @router.get(PATH, response_class=PlainTextResponse, responses=HANDSHAKE_RESPONSES)
+    async def verify(
+        account_id: AccountIdPath, mode: HubMode, challenge: HubChallenge, verify_token: HubVerifyToken = None
+    ) -> PlainTextResponse:
         account = await deps.accounts.get(account_id, (CHANNEL,))
-        return answer_verification(request, account)
+        return answer_verification(account, verify_token, challenge)
 
-    @router.post(
-        PATH,
-        responses={401: {"description": "missing or wrong signature"}, 404: {}, 413: {}, 422: {}},
-    )
-    async def webhook(account_id: AccountIdPath, request: Request) -> JSONResponse:
+    body = json_schema(WebhookPayload)
+    body["properties"]["object"] = {"const": OBJECT}  # checked by the parser, before the model
+
+    @router.post(PATH, **webhook_docs(WebhookPayload, unauthorized="missing or wrong signature", schema=body))
+    async def webhook(account_id: AccountIdPath, request: Request, signature: HubSignature = None) -> JSONResponse:
         account = await deps.accounts.get(account_id, (CHANNEL,))
         raw = await read_capped(request)
-        check_meta_signature(request, account, raw)
+        check_meta_signature(signature, account, raw)
         counts = await apply_events(deps, CHANNEL, parse_events(raw, account.id, account.config))
         return JSONResponse({"ok": True, **counts})
 

@@ -37,12 +37,12 @@ failing the batch (a 4xx would make Meta redeliver the whole POST for days).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from frontdesk.errors import PayloadError
 from frontdesk.ingestion.channels.whatsapp.payloads import (
@@ -117,7 +117,9 @@ def parse_events(raw: bytes, account_id: str, config: Mapping[str, Any]) -> list
 
 def _parse(raw: bytes) -> WebhookPayload:
     try:
-        data = json.loads(raw)
+        # Not json.loads: it lets a lone surrogate escape ("\ud800") through, which no database can
+        # store (a 500); pydantic's parser refuses it, like the other channels' parsers do.
+        data = from_json(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd nesting
         raise PayloadError("the body is not JSON", malformed=True) from exc
     if not isinstance(data, dict):

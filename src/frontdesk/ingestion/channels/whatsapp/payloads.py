@@ -18,11 +18,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from frontdesk.ingestion.events import PRINTABLE_ID
+
 OBJECT = "whatsapp_business_account"
 
-MessageId = Annotated[str, Field(min_length=1, max_length=300)]
+# Ids become our contact and message ids: no control characters (PostgreSQL refuses NUL).
+MessageId = Annotated[str, Field(min_length=1, max_length=300, pattern=PRINTABLE_ID)]
 # A phone number ("16505551234") or a business-scoped user id ("US.13491208655302741918").
-UserId = Annotated[str, Field(min_length=1, max_length=200)]
+UserId = Annotated[str, Field(min_length=1, max_length=200, pattern=PRINTABLE_ID)]
 
 
 class _Payload(BaseModel):
@@ -62,8 +65,8 @@ class Contact(_Payload):
     ``wa_id`` is omitted when the user hides their phone number behind a username; ``user_id``
     (the business-scoped user id, BSUID) is present from 2026 on."""
 
-    wa_id: str | None = None
-    user_id: str | None = None
+    wa_id: str | None = None  # only compared with ``from``, never stored
+    user_id: Annotated[str, Field(pattern=PRINTABLE_ID)] | None = None  # may become the contact's id
     profile: Profile | None = None
 
 
@@ -257,12 +260,6 @@ class UnsupportedMessage(_Message):
     unsupported: Unsupported | None = None
 
 
-class OtherMessage(_Message):
-    """Any type we do not model: the legacy ``unknown``, ``request_welcome``, newer ones."""
-
-    type: str
-
-
 _MESSAGE_TYPES = frozenset(
     {
         "text",
@@ -281,6 +278,14 @@ _MESSAGE_TYPES = frozenset(
         "unsupported",
     }
 )
+
+
+class OtherMessage(_Message):
+    """Any type we do not model: the legacy ``unknown``, ``request_welcome``, newer ones."""
+
+    # The schema says "not a type we model" (the tag routes those elsewhere); without it a known
+    # type would fit two branches, and the OpenAPI document's "oneOf" would refuse real payloads.
+    type: Annotated[str, Field(json_schema_extra={"not": {"enum": sorted(_MESSAGE_TYPES)}})]
 
 
 def _message_tag(value: Any) -> str | None:
@@ -369,7 +374,7 @@ class MessagesChange(_Payload):
 class OtherChange(_Payload):
     """A subscribed field other than ``messages``; its value is not read."""
 
-    field: str
+    field: Annotated[str, Field(json_schema_extra={"not": {"const": "messages"}})]  # (see OtherMessage)
 
 
 def _change_tag(value: Any) -> str | None:
