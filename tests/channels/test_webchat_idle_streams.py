@@ -8,6 +8,7 @@ messages for all of them when a publish may not arrive (another process wrote th
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import re
 import time
@@ -90,3 +91,20 @@ async def test_a_reply_written_without_a_publish_reaches_the_stream_within_the_w
             waited = time.monotonic() - started
     assert json.loads(block["data"])["block"] == {"type": "text", "text": "from the other process"}
     assert waited < 3  # the watcher's interval is 1 s; the stream's own safety timer is 15 s
+
+
+async def test_a_closed_stream_leaves_no_ticket_behind(db):
+    # The widget opens its stream on page load: a visitor who never writes (or a made-up session)
+    # must not leave a waiting ticket in the process for ever.
+    runtime, accounts = await make_runtime(db, {"name": "r", "default": [reply("hi")]}, workers=0)
+    url = f"/v1/webchat/{accounts.webchat_id}/stream"
+    async with served(create_app(runtime)) as client:
+        for n in range(20):
+            async with client.stream("GET", url, params={"session": f"silent-{n}"}) as response:
+                events = sse_events(response)
+                await anext(events)
+                await anext(events)
+                await asyncio.sleep(0.05)  # the stream is waiting on its ticket
+        await asyncio.sleep(0.5)  # the server notices the disconnects
+        gc.collect()
+        assert runtime.signals.listeners == 0

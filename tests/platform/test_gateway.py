@@ -247,11 +247,19 @@ def vendor_timeout(request: httpx2.Request) -> httpx2.Response:
         (vendor_status(503), 503, None, True),
         (vendor_status(408), 408, None, True),
         (vendor_timeout, None, None, True),
+        (
+            lambda request: httpx2.Response(
+                429, json={"error": {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"}}
+            ),
+            429,
+            None,
+            False,
+        ),
         (vendor_status(400), 400, None, False),
         (vendor_status(401), 401, None, False),
         (lambda request: httpx2.Response(200, text="<html>upstream proxy error</html>"), None, None, False),
     ],
-    ids=["429", "500", "503", "408", "timeout", "400", "401", "garbage-200"],
+    ids=["429", "500", "503", "408", "timeout", "429-quota-spent", "400", "401", "garbage-200"],
 )
 async def test_vendor_failures_say_whether_asking_again_later_may_help(respond, status, retry_after, transient):
     from pydantic_ai.models import override_allow_model_requests

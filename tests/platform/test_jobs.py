@@ -396,6 +396,18 @@ async def test_coalesced_enqueue_moves_the_waiting_job_up_but_never_back(db):
     assert (await queue.claim("w")).key == "conv-1"
 
 
+async def test_coalesced_enqueue_leaves_a_job_in_backoff_where_it_is(db):
+    # A turn waiting out a vendor's Retry-After: the customer writing again must not make it run
+    # (and hit the rate-limited vendor) sooner.
+    clock = ManualClock()
+    queue = JobQueue(db, clock, JobPolicy(backoff_s=2))
+    await enqueue(queue, db, "turn", key="conversation:c1", coalesce=True)
+    claimed = await queue.claim("w:1/0")
+    assert await queue.fail(claimed, "w:1/0", "retry later: HTTP 429", not_before_s=30) == "queued"
+    assert not await enqueue(queue, db, "turn", key="conversation:c1", coalesce=True, delay_s=1.5)
+    assert (await only_job(db)).run_after == T0 + timedelta(seconds=30)
+
+
 async def test_enqueue_without_coalesce_always_adds_a_job(db):
     queue = JobQueue(db, ManualClock(), JobPolicy())
     for _ in range(3):

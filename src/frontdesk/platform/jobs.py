@@ -98,7 +98,9 @@ class JobQueue:
                 select(Job).where(Job.key == key, Job.status == QUEUED).limit(1).with_for_update(skip_locked=True)
             )
             if waiting is not None:
-                if run_after < waiting.run_after:
+                # A job waiting out a failure's backoff (a vendor's Retry-After) keeps its time:
+                # the customer writing again does not make the vendor answer sooner.
+                if run_after < waiting.run_after and waiting.attempts == 0:
                     waiting.run_after = run_after
                     waiting.updated_at = now
                 return False

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
@@ -60,7 +61,9 @@ class ConversationSignals:
         timing: BridgeTiming | None = None,
         watch_interval_s: float = WATCH_INTERVAL_S,
     ) -> None:
-        self._events: dict[str, asyncio.Event] = {}
+        # A ticket lives as long as a listener holds it: one that closed (or a web-chat session
+        # that never posted) leaves nothing behind.
+        self._events: weakref.WeakValueDictionary[str, asyncio.Event] = weakref.WeakValueDictionary()
         self._channel = channel
         self._timing = timing
         self._bridge: PgNotifyBridge | None = None
@@ -99,7 +102,7 @@ class ConversationSignals:
             if self._bridge is not None and self._bridge.listening:
                 last = None  # publishes arrive; after a reconnect the bridge wakes everyone
                 continue
-            if not self._events:
+            if not self.listeners:
                 continue  # nobody waits: no query (``last`` stays, so nothing is skipped)
             try:
                 last = await self._wake_for_new_messages(db, last)
@@ -130,8 +133,16 @@ class ConversationSignals:
         """The LISTEN/NOTIFY connection, when running on PostgreSQL (for readiness and tests)."""
         return self._bridge
 
+    @property
+    def listeners(self) -> int:
+        """Tickets held right now (a closed stream's goes with it)."""
+        return len(self._events)
+
     def ticket(self, conversation_id: str) -> asyncio.Event:
-        return self._events.setdefault(conversation_id, asyncio.Event())
+        event = self._events.get(conversation_id)
+        if event is None:
+            event = self._events[conversation_id] = asyncio.Event()
+        return event
 
     def publish(self, conversation_id: str) -> None:
         """Wake this conversation's listeners here and, on PostgreSQL, on every other instance.
@@ -147,8 +158,8 @@ class ConversationSignals:
 
     def _wake_all(self) -> None:
         """After a (re)connect: publishes made while nobody listened are lost, so re-read all."""
-        events, self._events = self._events, {}
-        for event in events.values():
+        events, self._events = self._events, weakref.WeakValueDictionary()
+        for event in list(events.values()):
             event.set()
 
     @staticmethod

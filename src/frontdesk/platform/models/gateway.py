@@ -18,7 +18,12 @@ import httpx2
 from pydantic_ai import ModelMessage, ModelResponse
 from pydantic_ai.direct import model_request
 from pydantic_ai.exceptions import ModelAPIError as PaiModelAPIError
-from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+from pydantic_ai.exceptions import (
+    ModelHTTPError,
+    ModelQuotaExceededError,
+    ModelRequestRejectedError,
+    UnexpectedModelBehavior,
+)
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
@@ -100,16 +105,19 @@ class PydanticAIClient:
 
 def vendor_error(name: str, exc: PaiModelAPIError | UnexpectedModelBehavior) -> ModelAPIError:
     """A pydantic-ai failure as ours: an HTTP status and ``Retry-After`` kept, the rest as text.
-    No connection or a timeout is transient; an answer pydantic-ai could not read is not."""
+    No connection, a timeout, a rate limit or the vendor's own fault is transient; an answer
+    pydantic-ai could not read, a refused request and a spent quota (a 429 too) are not."""
+    if isinstance(exc, UnexpectedModelBehavior):
+        return ModelAPIError(f"{name}: {exc}")
+    final = isinstance(exc, ModelQuotaExceededError | ModelRequestRejectedError)
     if isinstance(exc, ModelHTTPError):
-        retry_after = (exc.headers or {}).get("retry-after")
         return ModelAPIError(
             f"{name}: HTTP {exc.status_code}",
             status=exc.status_code,
-            retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
-            transient=transient_status(exc.status_code),
+            retry_after=exc.retry_after,
+            transient=not final and transient_status(exc.status_code),
         )
-    return ModelAPIError(f"{name}: {exc}", transient=isinstance(exc, PaiModelAPIError))
+    return ModelAPIError(f"{name}: {exc}", retry_after=exc.retry_after, transient=not final)
 
 
 def build_model(spec: ModelSpec) -> Model:

@@ -6,6 +6,7 @@ id is unguessable). The client's ``id`` is the idempotency key, scoped to its se
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -186,8 +187,11 @@ def _parse_last_event_id(value: str | None) -> tuple[int, int] | None:
 
 
 def session_signal(channel_account_id: str, session: str) -> str:
-    """The signal a session's first message publishes (its conversation exists from then on)."""
-    return f"webchat-session:{channel_account_id}:{session}"
+    """The signal a session's first message publishes (its conversation exists from then on). A
+    hash: the session id is the transcript's bearer credential, and signals travel as NOTIFY
+    payloads that PostgreSQL may log."""
+    digest = hashlib.sha256(f"{channel_account_id}\x00{session}".encode()).hexdigest()
+    return f"webchat-session:{digest}"
 
 
 def body_limit(max_text_chars: int) -> int:
@@ -216,7 +220,9 @@ async def _assistant_blocks(
         if conversation_id is None:
             started = deps.signals.ticket(session_signal(channel_account_id, session))  # before the lookup
             conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
-        woke = False
+        # Wake by the keep-alive's due time at the latest, so a wake with nothing to send cannot
+        # put the keep-alive off.
+        wait_s = min(STREAM_SAFETY_POLL_S, max(0.0, STREAM_KEEPALIVE_S - (time.monotonic() - last_sent)))
         if conversation_id is not None:
             ticket = deps.signals.ticket(conversation_id)
             after = max(cursor[0] - 1, 0)
@@ -235,9 +241,9 @@ async def _assistant_blocks(
                     yield f"id: {entry.id}:{index}\nevent: block\ndata: {json.dumps(payload)}\n\n"
                     cursor = (entry.id, index)
                     last_sent = time.monotonic()
-            woke = await deps.signals.wait(ticket, STREAM_SAFETY_POLL_S)
+            await deps.signals.wait(ticket, wait_s)
         else:
-            woke = await deps.signals.wait(started, STREAM_SAFETY_POLL_S)
-        if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
+            await deps.signals.wait(started, wait_s)
+        if time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
             yield ": keep-alive\n\n"
             last_sent = time.monotonic()
