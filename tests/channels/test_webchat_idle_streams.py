@@ -55,7 +55,9 @@ async def test_sixty_idle_streams_cost_almost_no_queries(db):
 
             tasks = [streams.create_task(hold(s, e)) for s, e in zip(sessions, opened, strict=True)]
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened)), 20)
-            await asyncio.sleep(0.5)  # let every stream reach its wait
+            # Let every stream reach its wait, and the watcher (1 s ticks) wake the conversations
+            # of the messages above once: that catch-up is bounded by messages, not by time.
+            await asyncio.sleep(2.5)
             event.listen(db.engine.sync_engine, "before_cursor_execute", count)
             try:
                 await asyncio.sleep(3.0)
