@@ -13,7 +13,7 @@ from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, SystemPromptP
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.capabilities.tools import Tool, ToolContext
-from frontdesk.errors import ConfigError
+from frontdesk.errors import ConfigError, ModelAPIError
 from frontdesk.output.blocks import TextBlock
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
@@ -295,15 +295,26 @@ async def test_malformed_reply_then_valid_reply_is_accepted(script_file) -> None
     assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["fixed"], 1)
 
 
-async def test_error_step_ends_the_turn_in_fallback_without_retrying(script_file) -> None:
+async def test_a_vendor_fault_on_the_first_request_is_left_to_the_turns_job(script_file) -> None:
+    # Nothing was done or said yet: the loop raises, and the turn's job asks again later
+    # (tests/reasoning/test_model_outage.py follows it to the customer).
     model = script_file({"steps": [{"error": "overloaded", "status": 529}, {"reply": "never sent"}]})
+
+    with pytest.raises(ModelAPIError) as failure:
+        await run_generation(model, user("hi"), [], CONTEXT)
+
+    assert (failure.value.status, failure.value.transient) == (529, True)
+
+
+async def test_a_refused_request_ends_the_turn_in_fallback_without_retrying(script_file) -> None:
+    model = script_file({"steps": [{"error": "bad request", "status": 400}, {"reply": "never sent"}]})
 
     result = await run_generation(model, user("hi"), [], CONTEXT)
 
     assert result.outcome == Outcome.FALLBACK
     assert texts(result) == [FALLBACK_TEXT]
     assert result.steps == 1
-    assert "HTTP 529" in (result.detail or "")
+    assert "HTTP 400" in (result.detail or "")
 
 
 async def test_step_ceiling_ends_in_fallback(script_file) -> None:
