@@ -13,14 +13,14 @@ import asyncio
 import contextlib
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "channels"))
 
-import uvicorn
+import loopback
 from fake_line import TOKEN as LINE_TOKEN
 from fake_line import FakeLine
 from fake_meta_messenger import PAGE_TOKEN as META_PAGE_TOKEN
@@ -71,32 +71,11 @@ def _slowed(app: ASGIApp, delay_s: float) -> ASGIApp:
     return wrapped
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers (the bench owns the process's signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @contextlib.asynccontextmanager
 async def serve(app: ASGIApp, keepalive_s: int) -> AsyncIterator[str]:
     """``app`` on 127.0.0.1 (a free port) in this event loop; yields its base URL."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_keep_alive=keepalive_s
-    )
-    server = _Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()  # raises the start-up error
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
+    async with loopback.serve(app, lifespan="off", timeout_keep_alive=keepalive_s) as base_url:
+        yield base_url
 
 
 class Fleet:

@@ -32,9 +32,11 @@ class _QuietServer(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` on 127.0.0.1 (a free port) in this event loop; yields its base URL."""
-    server = _QuietServer(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+async def serve(app: Any, **options: Any) -> AsyncIterator[str]:
+    """Run ``app`` on 127.0.0.1 (a free port) in this event loop; yields its base URL.
+    ``options``: more ``uvicorn.Config`` settings (the reliability bench sets the keep-alive)."""
+    settings: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **options}
+    server = _QuietServer(uvicorn.Config(app, host="127.0.0.1", port=0, **settings))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
