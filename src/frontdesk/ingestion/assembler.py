@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, exists, func, literal, or_, select, update
@@ -31,7 +32,7 @@ from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import DEAD, QUEUED, RUNNING, JobQueue, RetryLater
-from frontdesk.platform.observability import observe_turn, stage, turn_outcome
+from frontdesk.platform.observability import DEFERRED, observe_turn, stage, turn_outcome
 from frontdesk.platform.observability.tracing import ASSEMBLE
 from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Job, Message, Task, Tenant, TurnTrace
@@ -68,6 +69,7 @@ class AssemblerTiming:
     quiet_window_s: float = 1.5
     quiet_window_cap_s: float = 10.0
     media_ready_timeout_s: float = 20.0
+    model_outage_budget_s: float = 90.0
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,14 @@ class TurnAssembler:
         Raises ``RetryLater`` when the model is down and ``attempt`` is not the last."""
         turns = 0
         while True:
-            if not await self._lease.acquire(conversation_id, owner):
+            settled = await self._lease.acquire(conversation_id, owner)
+            if settled is None:
                 return turns
             defer_s: float | None = None
             try:
                 async with self._lease.kept_alive(conversation_id, owner):
                     while True:
-                        collected = await self._collect(conversation_id)
+                        collected = await self._collect(conversation_id, settled)
                         if isinstance(collected, _Defer):
                             defer_s = collected.seconds
                             break
@@ -126,7 +129,7 @@ class TurnAssembler:
                             break
                         thread, batch, waits = collected
                         with observe_turn(conversation_id, thread.conversation.tenant_id, batch_size=len(batch)):
-                            await self._run_turn(thread, batch, waits, owner, attempt)
+                            settled = await self._run_turn(thread, batch, waits, owner, attempt)
                         turns += 1
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
@@ -146,7 +149,12 @@ class TurnAssembler:
 
     # -- collecting a batch
 
-    async def _collect(self, conversation_id: str) -> tuple[_Thread, list[Message], dict[str, Any]] | _Defer | None:
+    async def _collect(
+        self, conversation_id: str, settled: datetime
+    ) -> tuple[_Thread, list[Message], dict[str, Any]] | _Defer | None:
+        """The batch to answer now. ``settled`` is the moment, read under the conversation's row
+        lock, before which every message is committed: quietness is judged at it, not at the
+        clock after reading, so a message stamped in between cannot be left for a turn of its own."""
         rows = await self._unprocessed(conversation_id)
         if not rows:
             return None
@@ -162,10 +170,14 @@ class TurnAssembler:
             return None
         timing = self._timing
         now = self._clock.now()
+        quiet = (settled - rows[-1].created_at).total_seconds() >= timing.quiet_window_s
+        capped = (settled - rows[0].created_at).total_seconds() >= timing.quiet_window_cap_s
         silent_s = (now - rows[-1].created_at).total_seconds()
         waited_s = (now - rows[0].created_at).total_seconds()
-        if silent_s < timing.quiet_window_s and waited_s < timing.quiet_window_cap_s:
-            return _Defer(min(timing.quiet_window_s - silent_s, timing.quiet_window_cap_s - waited_s))
+        if not quiet and not capped:
+            # Come back when the window closes; at once if it has closed since ``settled`` (the
+            # next run settles afresh).
+            return _Defer(max(0.0, min(timing.quiet_window_s - silent_s, timing.quiet_window_cap_s - waited_s)))
         pending = [r for r in rows if r.status == "pending"]
         if pending:
             pending_for_s = (now - pending[0].created_at).total_seconds()
@@ -261,7 +273,8 @@ class TurnAssembler:
 
     async def _run_turn(
         self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str, attempt: Attempt
-    ) -> None:
+    ) -> datetime:
+        """Answer ``batch``. Returns the settled moment read in the commit's fenced UPDATE."""
         conversation = thread.conversation
         started_at = self._clock.now()
         t0 = time.monotonic()
@@ -285,12 +298,18 @@ class TurnAssembler:
                 else:
                     run = await self._agent.generate(turn)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
-            if not attempt.last:
+            waited_s = (self._clock.now() - batch[0].created_at).total_seconds()
+            within_budget = waited_s < self._timing.model_outage_budget_s
+            if not attempt.last and within_budget:
                 retry_after = outage.error.retry_after
                 after_s = min(retry_after, MAX_RETRY_AFTER_S) if retry_after else None
+                turn_outcome(DEFERRED)
                 raise RetryLater(f"model unavailable: {outage.error.message}", after_s=after_s) from outage
             run = outage.hold
-            run.result.detail = f"model unavailable on attempt {attempt.number} of {attempt.of}: {outage.error.message}"
+            spent = "" if within_budget else f" (the customer has waited {waited_s:.0f} s)"
+            run.result.detail = (
+                f"model unavailable on attempt {attempt.number} of {attempt.of}{spent}: {outage.error.message}"
+            )
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
             failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
@@ -300,7 +319,7 @@ class TurnAssembler:
 
         # Once the model has answered, committing and delivering take milliseconds: a shutdown
         # waits for them rather than leaving a committed reply with its receipt stuck at "sending".
-        async def commit_and_deliver() -> None:
+        async def commit_and_deliver() -> datetime:
             t1 = time.monotonic()
             async with self._db.transaction() as session:
                 fenced = await session.execute(
@@ -310,6 +329,7 @@ class TurnAssembler:
                 )
                 if not rows_affected(fenced):
                     raise LeaseLost(conversation.id)
+                settled = self._clock.now()  # the row is locked: see ConversationLease
                 if await self._taken_over(session, conversation.id, run, waits):
                     # An operator turned the AI off while the model was writing: their thread now, so
                     # the reply is kept in the trace and not sent over them.
@@ -367,8 +387,9 @@ class TurnAssembler:
                         "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
                         "delivery_status": status,
                     }
+            return settled
 
-        await run_to_completion(commit_and_deliver())
+        return await run_to_completion(commit_and_deliver())
 
     async def _taken_over(
         self, session: AsyncSession, conversation_id: str, run: AgentRun, waits: dict[str, Any]

@@ -113,6 +113,13 @@ class Ingestor:
         if found is None or (channel is not None and found[0].channel != channel):
             raise NotFoundError(f"no {channel or 'such'} channel account {event.channel_account_id!r}")
         account, contact, conversation = found
+        if conversation is not None and session.get_bind().dialect.name == "postgresql":
+            # Stamp the message under a share lock on its conversation: the turn's lease UPDATE
+            # waits for it, so no turn judges the conversation quiet while a message stamped
+            # earlier is still uncommitted (see ingestion/lease.py). SQLite's write lock does this.
+            await session.execute(
+                select(Conversation.id).where(Conversation.id == conversation.id).with_for_update(read=True)
+            )
         now = self._clock.now()
         if contact is None:
             contact = Contact(

@@ -2,6 +2,12 @@
 
 A lease is taken when free or expired, renewed while a turn works, and checked again in the
 transaction that commits a reply (a fence: a holder whose lease was taken over commits nothing).
+
+Taking or renewing the lease also tells the holder *when* it may judge the conversation quiet.
+The ingest stamps a customer message while holding a share lock on the same row (on SQLite, the
+write lock), so the clock read just after the lease's UPDATE, still inside its transaction, is a
+moment before which every message of the conversation has committed: one stamped earlier but
+committed later (a slow transaction under load) cannot make the holder answer half a burst.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import or_, update
 
@@ -28,7 +34,9 @@ class ConversationLease:
         self._clock = clock
         self.ttl_s = ttl_s
 
-    async def acquire(self, conversation_id: str, owner: str) -> bool:
+    async def acquire(self, conversation_id: str, owner: str) -> datetime | None:
+        """Take the lease. Returns the settled moment (see the module docstring), or None when
+        another live holder has it."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             # An expired lease that still names another holder: it died or stalled (a takeover).
@@ -43,7 +51,7 @@ class ConversationLease:
             )
             if rows_affected(taken_over):
                 lock_taken_over("conversation")
-                return True
+                return self._clock.now()
             result = await session.execute(
                 update(Conversation)
                 .where(
@@ -56,9 +64,10 @@ class ConversationLease:
                 )
                 .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
             )
-        return rows_affected(result) > 0
+            return self._clock.now() if rows_affected(result) else None
 
-    async def renew(self, conversation_id: str, owner: str) -> bool:
+    async def renew(self, conversation_id: str, owner: str) -> datetime | None:
+        """Extend the lease. Returns the settled moment, or None when it was lost."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             result = await session.execute(
@@ -66,7 +75,7 @@ class ConversationLease:
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(lock_until=now + timedelta(seconds=self.ttl_s))
             )
-        return rows_affected(result) > 0
+            return self._clock.now() if rows_affected(result) else None
 
     async def release(self, conversation_id: str, owner: str) -> None:
         async with self._db.transaction() as session:
@@ -81,7 +90,7 @@ class ConversationLease:
         """Renew the lease every third of its TTL while the body runs."""
 
         async def renew() -> bool:
-            if await self.renew(conversation_id, owner):
+            if await self.renew(conversation_id, owner) is not None:
                 return True
             log.warning("lease on %s lost by %s", conversation_id, owner)
             return False

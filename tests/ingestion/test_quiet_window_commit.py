@@ -1,0 +1,62 @@
+"""A message stamped inside the quiet window but committed late still joins its burst.
+
+Under load an ingest transaction can take seconds between stamping a message and committing it.
+A turn that judged the conversation quiet in between used to answer the burst without that
+message, which then got a reply of its own: two replies to one burst (seen once in 2,000 bursts
+on PostgreSQL by ``bench/burst.py``). The lease's UPDATE now waits for such a transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from frontdesk.ingestion.ingest import Ingestor
+from frontdesk.platform.jobs import JobQueue
+from harness import make_runtime, message, reply, reply_texts, traces, wait_idle
+
+WINDOW_S = 0.3
+
+
+class HeldBeforeCommit:
+    """The job queue as the ingest sees it, except that enqueueing (the last thing an ingest does
+    before committing, after the message row is stamped and inserted) waits to be let go."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self._queue = queue
+        self.reached = asyncio.Event()
+        self.let_go = asyncio.Event()
+
+    async def enqueue(self, session: AsyncSession, *args: Any, **kwargs: Any) -> Any:
+        self.reached.set()
+        await self.let_go.wait()
+        return await self._queue.enqueue(session, *args, **kwargs)
+
+    def notify(self) -> None:
+        self._queue.notify()
+
+
+async def test_a_message_committed_after_the_window_closed_is_answered_with_its_burst(db):
+    runtime, accounts = await make_runtime(db, {"name": "echo", "default": [reply("got: {user_text}")]})
+    first = await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+    held = HeldBeforeCommit(runtime.queue)
+    slow_ingestor = Ingestor(db, held, runtime.clock, turn_delay_s=WINDOW_S)  # type: ignore[arg-type]
+    second = asyncio.create_task(slow_ingestor.ingest(message(accounts.terminal_id, "second")))
+    await asyncio.wait_for(held.reached.wait(), 5)  # "second" is stamped a moment after "first"
+
+    await asyncio.sleep(WINDOW_S + 0.3)  # by the clock, "first" has been quiet for the window
+    turn = asyncio.create_task(runtime.assembler.process(first.conversation_id, "worker-a"))
+    await asyncio.sleep(0.5)  # the turn would have answered "first" alone by now
+    held.let_go.set()
+    await second
+    await turn
+
+    runtime.runner.start()
+    try:
+        await wait_idle(db)
+    finally:
+        await runtime.runner.stop()
+    assert await reply_texts(db) == ["got: first\nsecond"]
+    assert [t.batch_size for t in await traces(db)] == [2]
