@@ -185,7 +185,12 @@ class Runtime:
             ),
             deliverer,
             queue,
-            AssemblerTiming(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
+            AssemblerTiming(
+                settings.quiet_window_s,
+                settings.quiet_window_cap_s,
+                settings.media_ready_timeout_s,
+                settings.model_outage_budget_s,
+            ),
         )
 
         async def process_conversation(job: ClaimedJob) -> None:

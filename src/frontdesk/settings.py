@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     quiet_window_cap_s: float = Field(default=10.0, ge=0)
     media_ready_timeout_s: float = Field(default=20.0, ge=0)
     lease_ttl_s: float = Field(default=30.0, gt=0)
+    # A model outage is retried by the turn's job only while the burst's first message is younger
+    # than this; the next failure after it sends the hold message (a vendor that accepts requests
+    # and never answers would otherwise hold the customer for every attempt's timeouts).
+    model_outage_budget_s: float = Field(default=90.0, gt=0)
 
     # -- generation loop
     max_steps: int = Field(default=8, ge=1, le=64)

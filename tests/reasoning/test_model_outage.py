@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.models.function import FunctionModel
@@ -87,15 +88,22 @@ async def turn_jobs(live: Live) -> list[Job]:
         return list(await session.scalars(select(Job).where(Job.kind == "process_conversation")))
 
 
+async def turns_counted(live: Live) -> dict[str, float]:
+    """``frontdesk_turns_total`` by outcome, as /metrics reports it."""
+    page = (await live.http.get("/metrics")).text
+    counted: dict[str, float] = {}
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            if sample.name == "frontdesk_turns_total" and sample.value:
+                counted[sample.labels["outcome"]] = counted.get(sample.labels["outcome"], 0) + sample.value
+    return counted
+
+
 async def run(db: Any, tmp_path: Any, chat: PydanticAIClient, check: Callable[[Live], Any], **settings: Any) -> None:
-    async with telegram(db, tmp_path, chat, **settings) as live:
-        live.runtime.runner.start()
-        try:
-            await customer_writes(live)
-            await wait_idle(db, timeout_s=20, settle_s=0.5)
-            await check(live)
-        finally:
-            await live.runtime.runner.stop()
+    async with telegram(db, tmp_path, chat, **settings) as live:  # the app runs the workers
+        await customer_writes(live)
+        await wait_idle(db, timeout_s=20, settle_s=0.5)
+        await check(live)
 
 
 async def test_a_rate_limited_model_is_asked_again_later_and_the_customer_gets_one_real_reply(db, tmp_path):
@@ -109,6 +117,8 @@ async def test_a_rate_limited_model_is_asked_again_later_and_the_customer_gets_o
         (job,) = await turn_jobs(live)
         assert (job.status, job.attempts) == ("done", 3)
         assert "HTTP 503" in (job.last_error or "")  # the operator can see why it took a while
+        # The two failed attempts are counted as deferred turns, not as aborted ones.
+        assert await turns_counted(live) == {"deferred": 2, "replied": 1}
 
     await run(db, tmp_path, chat, check)
 
@@ -133,6 +143,23 @@ async def test_a_model_that_stays_down_gets_the_hold_message_once_after_the_last
         assert (job.status, job.attempts) == ("done", 3)
 
     await run(db, tmp_path, chat, check)
+
+
+async def test_a_burst_that_has_waited_its_outage_budget_gets_the_hold_message_without_more_attempts(db, tmp_path):
+    # A vendor that hangs costs every attempt its timeouts: past the budget, the next failure ends
+    # the wait even though the job has attempts left.
+    chat, calls = failing_model(*[http_error(503)] * 10)
+
+    async def check(live: Live) -> None:
+        assert texts_sent(live) == [FALLBACK_TEXTS["en"]]
+        assert calls == [1]
+        (trace,) = await traces(db)
+        assert trace.outcome == "fallback"
+        assert "model unavailable on attempt 1 of 3 (the customer has waited" in trace.detail
+        assert await turns_counted(live) == {"fallback": 1}
+
+    # Shorter than the quiet window the message always waits first.
+    await run(db, tmp_path, chat, check, model_outage_budget_s=0.01)
 
 
 async def test_a_timeout_is_an_outage_too(db, tmp_path):
@@ -187,17 +214,13 @@ async def test_a_vendors_retry_after_delays_the_next_attempt(db, tmp_path):
     chat, calls = failing_model(http_error(429, **{"retry-after": "30"}))
 
     async with telegram(db, tmp_path, chat) as live:
-        live.runtime.runner.start()
-        try:
-            await customer_writes(live)
-            await live.platform.wait_for(lambda c: calls[0] == 1, timeout_s=10)
-            await wait_for_job(live, lambda job: job.status == "queued" and job.attempts == 1)
-            (job,) = await turn_jobs(live)
-            wait_s = (job.run_after - live.runtime.clock.now()).total_seconds()
-            assert 20 < wait_s <= 30  # the vendor's 30 s, not the 0.05 s backoff
-            assert texts_sent(live) == []  # nothing said while waiting
-        finally:
-            await live.runtime.runner.stop()
+        await customer_writes(live)
+        await live.platform.wait_for(lambda c: calls[0] == 1, timeout_s=10)
+        await wait_for_job(live, lambda job: job.status == "queued" and job.attempts == 1)
+        (job,) = await turn_jobs(live)
+        wait_s = (job.run_after - live.runtime.clock.now()).total_seconds()
+        assert 20 < wait_s <= 30  # the vendor's 30 s, not the 0.05 s backoff
+        assert texts_sent(live) == []  # nothing said while waiting
 
 
 async def wait_for_job(live: Live, predicate: Callable[[Job], bool], timeout_s: float = 10.0) -> None:

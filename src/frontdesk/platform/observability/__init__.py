@@ -7,6 +7,7 @@ the active one and do nothing outside an app.
 
 from frontdesk.platform.observability.exporters import build_tracer_provider
 from frontdesk.platform.observability.instruments import (
+    DEFERRED,
     ToolOutcome,
     claim_rejected,
     lock_taken_over,
@@ -25,6 +26,7 @@ from frontdesk.platform.observability.readiness import Readiness, check_readines
 from frontdesk.platform.observability.tracing import current_trace_id, failed, stage
 
 __all__ = [
+    "DEFERRED",
     "JsonFormatter",
     "Metrics",
     "Observability",

@@ -22,6 +22,7 @@ from frontdesk.platform.observability.tracing import TURN, Attributes, stage
 log = logging.getLogger("frontdesk.turns")
 
 ABORTED = "aborted"  # the turn raised (a lost lease, a shutdown) before it had an outcome
+DEFERRED = "deferred"  # the model was unreachable before anything was done: the job retries later
 ToolOutcome = Literal["ok", "error", "refused"]
 
 
