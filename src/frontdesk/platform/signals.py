@@ -12,8 +12,9 @@ woken listener always finds the rows.
 Where a publish may not arrive (SQLite, which several processes may share: ``frontdesk chat``
 beside ``frontdesk demo``; PostgreSQL while the LISTEN connection is down), one watcher per
 process reads the messages added since its last look, every ``watch_interval_s`` while anyone
-waits, and wakes their conversations. That is one query per second per process however many
-streams are open; each listener's own timer can then be long (a safety net, not the mechanism).
+waits, and wakes their conversations (a message committed after one with a higher id included).
+That is one query per second per process however many streams are open; each listener's own
+timer can then be long (a safety net, not the mechanism).
 After the bridge reconnects it wakes everyone, so nothing published meanwhile is missed.
 """
 
@@ -22,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.engine import URL
 
 from frontdesk.platform.pg_notify import BridgeTiming, PgNotifyBridge
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 CONVERSATION_CHANNEL = "frontdesk_conversation"
 WATCH_INTERVAL_S = 1.0
 WATCH_BATCH = 5000  # rows per look; past that, the watcher skips to the present
+# Skipped ids looked for again (see _Frontier): for this long, and at most this many (one query's
+# parameters; a stream's own 15 s timer covers anything past them).
+HOLE_TTL_S = 30.0
+MAX_HOLES = 1000
 
 log = logging.getLogger(__name__)
 
@@ -94,39 +100,39 @@ class ConversationSignals:
             self._bridge = None
 
     async def _watch(self, db: Database) -> None:
-        last: int | None = None  # the newest message id looked at; None: start from the present
+        frontier: _Frontier | None = None  # None: start from the present
         with contextlib.suppress(Exception):  # the store may be away at start: anchored at the next look
-            last = await self._wake_for_new_messages(db, None)
+            frontier = await self._wake_for_new_messages(db, None)
         while True:
             await asyncio.sleep(self._watch_interval_s)
             if self._bridge is not None and self._bridge.listening:
-                last = None  # publishes arrive; after a reconnect the bridge wakes everyone
+                frontier = None  # publishes arrive; after a reconnect the bridge wakes everyone
                 continue
             if not self.listeners:
-                continue  # nobody waits: no query (``last`` stays, so nothing is skipped)
+                continue  # nobody waits: no query (the frontier stays, so nothing is skipped)
             try:
-                last = await self._wake_for_new_messages(db, last)
+                frontier = await self._wake_for_new_messages(db, frontier)
             except Exception:  # the store is away for a moment: listeners' own timers still run
                 log.warning("the signals watcher could not read new messages", exc_info=True)
 
-    async def _wake_for_new_messages(self, db: Database, last: int | None) -> int:
+    async def _wake_for_new_messages(self, db: Database, frontier: _Frontier | None) -> _Frontier:
         async with db.read() as session:
-            if last is None:
-                return int(await session.scalar(select(func.max(Message.id))) or 0)
+            if frontier is None:
+                return _Frontier(int(await session.scalar(select(func.max(Message.id))) or 0))
             rows = (
                 await session.execute(
                     select(Message.id, Message.conversation_id)
-                    .where(Message.id > last)
+                    .where(or_(Message.id > frontier.last, Message.id.in_(frontier.holes)))
                     .order_by(Message.id)
                     .limit(WATCH_BATCH)
                 )
             ).all()
-        for message_id, conversation_id in rows:
-            last = max(last, message_id)
+        for _, conversation_id in rows:
             self._wake(conversation_id)
         if len(rows) == WATCH_BATCH:  # a backlog from a spell nobody watched: go on from the present
             return await self._wake_for_new_messages(db, None)
-        return last
+        frontier.advance([message_id for message_id, _ in rows], time.monotonic())
+        return frontier
 
     @property
     def bridge(self) -> PgNotifyBridge | None:
@@ -170,3 +176,34 @@ class ConversationSignals:
             return True
         except TimeoutError:
             return False
+
+
+class _Frontier:
+    """How far the watcher has read. PostgreSQL hands out ids at insert but transactions commit in
+    any order, so a row with a lower id can appear after a higher one was read: the ids skipped
+    over are kept as holes and looked for again until ``HOLE_TTL_S`` (most are ids no row will
+    ever have: a rolled-back insert, or a redelivery's ``ON CONFLICT DO NOTHING``)."""
+
+    def __init__(self, last: int) -> None:
+        self.last = last
+        self._holes: dict[int, float] = {}  # id -> when first missed (monotonic)
+
+    @property
+    def holes(self) -> list[int]:
+        return list(self._holes)
+
+    def advance(self, seen: list[int], now: float) -> None:
+        for message_id in seen:
+            self._holes.pop(message_id, None)
+        newest = max(seen, default=self.last)
+        if newest > self.last:
+            found = set(seen)
+            for missing in range(max(self.last + 1, newest - MAX_HOLES), newest):
+                if missing not in found:
+                    self._holes[missing] = now
+            self.last = newest
+        expired = [hole for hole, since in self._holes.items() if now - since > HOLE_TTL_S]
+        for hole in expired:
+            del self._holes[hole]
+        while len(self._holes) > MAX_HOLES:  # dicts keep insertion order: the oldest go first
+            del self._holes[next(iter(self._holes))]
