@@ -31,7 +31,7 @@ from hostile_kit import SECRET, TALLY, report_at_the_end
 from hypothesis import reject
 from sqlalchemy import text
 
-from conftest import CANARY_MARK
+from conftest import BACKENDS, CANARY_MARK
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.platform.store.engine import Database
@@ -248,3 +248,22 @@ def database_url_for(backend: str, folder: Path, sqlite_template: Path, postgres
         return f"sqlite+aiosqlite:///{path}"
     assert postgres_database is not None
     return postgres_database
+
+
+def hostile_fixture(folder_name: str, **settings_: Any) -> Any:
+    """The module-scoped ``hostile`` fixture of a test module: its app on each backend, with
+    ``settings_`` over the test defaults. Assign it to a module variable named ``hostile``."""
+
+    @pytest.fixture(scope="module", params=BACKENDS)
+    def hostile(
+        request: pytest.FixtureRequest,
+        tmp_path_factory: pytest.TempPathFactory,
+        sqlite_template: Path,
+        postgres_database: str | None,
+    ) -> Iterator[HostileApp]:
+        folder = tmp_path_factory.mktemp(folder_name)
+        url = database_url_for(request.param, folder, sqlite_template, postgres_database)
+        with hostile_app(url, folder / "media", request.config, **settings_) as app:
+            yield app
+
+    return hostile

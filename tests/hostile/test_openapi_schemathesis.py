@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import schemathesis
-from hostile_harness import HostileApp, database_url_for, hostile_app
+from hostile_harness import HostileApp, hostile_fixture
 from hostile_kit import SECRET, TALLY, examples, line_signature, meta_signature
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from conftest import BACKENDS
 from frontdesk.http_errors import ERROR_SCHEMA
 
 OPENAPI = "/openapi.json"
@@ -62,17 +59,7 @@ class _NoLifespan:
         await self.app(scope, receive, send)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hostile(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
-    postgres_database: str | None,
-) -> Iterator[HostileApp]:
-    folder = tmp_path_factory.mktemp("hostile-openapi")
-    url = database_url_for(request.param, folder, sqlite_template, postgres_database)
-    with hostile_app(url, folder / "media", request.config, webchat_max_text_chars=400) as app:
-        yield app
+hostile = hostile_fixture("hostile-openapi", webchat_max_text_chars=400)
 
 
 def test_the_openapi_document_is_valid_and_documents_our_error_body(hostile: HostileApp) -> None:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_harness import HostileApp, database_url_for, hostile_app
+from hostile_harness import HostileApp, hostile_fixture
 from hostile_kit import SECRET, line_signature, meta_signature
 
-from conftest import BACKENDS
 from frontdesk.humans.console.csrf import MAX_FORM_BYTES
 from frontdesk.ingestion import accounts
 from frontdesk.ingestion.channels.webchat.adapter import body_limit
@@ -44,17 +43,7 @@ HOOKS = {  # channel -> (path, fixture folder, how the platform signs a body)
 }
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hostile(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
-    postgres_database: str | None,
-) -> Iterator[HostileApp]:
-    folder = tmp_path_factory.mktemp("hostile-regressions")
-    url = database_url_for(request.param, folder, sqlite_template, postgres_database)
-    with hostile_app(url, folder / "media", request.config, webchat_max_text_chars=MAX_TEXT) as app:
-        yield app
+hostile = hostile_fixture("hostile-regressions", webchat_max_text_chars=MAX_TEXT)
 
 
 def _fixture(channel: str, name: str) -> dict[str, Any]:

@@ -11,36 +11,24 @@ wrong method or a refused value all answer in the error shape and never with a 5
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-import pytest
 from fastapi.routing import APIRoute
-from hostile_harness import HostileApp, database_url_for, hostile_app
+from hostile_harness import HostileApp, hostile_fixture
 from hostile_kit import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 from starlette.routing import BaseRoute
 
-from conftest import BACKENDS
 from frontdesk.platform.ids import TenantId
 from frontdesk.platform.media import KEY_PATTERN, LEGACY_KEY_PATTERN, LocalMediaStore
 
 PHOTO = b"\x89PNG\r\n\x1a\n" + b"hostile" * 20
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hostile(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
-    postgres_database: str | None,
-) -> Iterator[HostileApp]:
-    folder = tmp_path_factory.mktemp("hostile-routes")
-    url = database_url_for(request.param, folder, sqlite_template, postgres_database)
-    with hostile_app(url, folder / "media", request.config) as app:
-        yield app
+hostile = hostile_fixture("hostile-routes")
 
 
 def test_a_media_link_serves_only_what_its_signature_covers(hostile: HostileApp) -> None:

@@ -15,17 +15,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
-import pytest
-from hostile_harness import HostileApp, database_url_for, hostile_app
+from hostile_harness import HostileApp, hostile_fixture
 from hostile_kit import fixture_bodies, fuzz, hostile_bodies, json_values
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import BACKENDS
 from frontdesk.ingestion.channels.webchat.adapter import body_limit
 
 MAX_TEXT = 400  # small enough that texts at and past the limit are cheap to generate
@@ -41,17 +37,7 @@ ACCOUNTS = {
 TARGETS = ["own"] * 7 + ["unknown", "other_channel", "malformed", "too_long"]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hostile(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
-    postgres_database: str | None,
-) -> Iterator[HostileApp]:
-    folder = tmp_path_factory.mktemp("hostile-webchat")
-    url = database_url_for(request.param, folder, sqlite_template, postgres_database)
-    with hostile_app(url, folder / "media", request.config, webchat_max_text_chars=MAX_TEXT) as app:
-        yield app
+hostile = hostile_fixture("hostile-webchat", webchat_max_text_chars=MAX_TEXT)
 
 
 # A small pool (so repeats and conflicts happen), any valid token, or anything at all.

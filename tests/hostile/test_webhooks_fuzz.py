@@ -12,18 +12,15 @@ here the status must also be the one the authentication and the account call for
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hostile_harness import HostileApp, database_url_for, hostile_app
+from hostile_harness import HostileApp, hostile_fixture
 from hostile_kit import OTHER_SECRET, SECRET, fixture_bodies, fuzz, hostile_bodies, line_signature, meta_signature
 from hypothesis import given
 from hypothesis import strategies as st
-
-from conftest import BACKENDS
 
 EXAMPLES = 1_000  # per webhook; the handshakes get a fifth of it
 
@@ -72,17 +69,7 @@ TARGETS = ["own"] * 8 + ["unknown", "other_channel", "malformed"]
 malformed_ids = st.one_of(st.text(min_size=41, max_size=60), st.text(max_size=20).filter(lambda s: not s.isalnum()))
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hostile(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
-    postgres_database: str | None,
-) -> Iterator[HostileApp]:
-    folder = tmp_path_factory.mktemp("hostile-webhooks")
-    url = database_url_for(request.param, folder, sqlite_template, postgres_database)
-    with hostile_app(url, folder / "media", request.config) as app:
-        yield app
+hostile = hostile_fixture("hostile-webhooks")
 
 
 def _path(hook: Hook, target: str, malformed: str) -> str:
