@@ -49,11 +49,11 @@ async def test_a_row_committed_after_a_higher_id_still_wakes_its_conversation(db
     signals = ConversationSignals(watch_interval_s=INTERVAL_S)
     await signals.start(db)
     try:
+        slow = signals.ticket(stored["slow"].conversation_id)
+        fast = signals.ticket(stored["fast"].conversation_id)
         if signals.bridge is not None:
             await signals.bridge.close()  # LISTEN is down: the watcher is all there is
         await asyncio.sleep(3 * INTERVAL_S)  # anchored at the present
-        slow = signals.ticket(stored["slow"].conversation_id)
-        fast = signals.ticket(stored["fast"].conversation_id)
 
         # The transaction holding id newest+1 is slow: newest+2 commits and is read first.
         await store_row_with_id(db, newest + 2, stored["fast"], "quick one")

@@ -147,19 +147,20 @@ async def test_a_model_that_stays_down_gets_the_hold_message_once_after_the_last
 
 async def test_a_burst_that_has_waited_its_outage_budget_gets_the_hold_message_without_more_attempts(db, tmp_path):
     # A vendor that hangs costs every attempt its timeouts: past the budget, the next failure ends
-    # the wait even though the job has attempts left.
+    # the wait even though the job has attempts left (5 here). The first attempt is always retried:
+    # the wait also counts the quiet window and the queue, which alone must not cost the retry.
     chat, calls = failing_model(*[http_error(503)] * 10)
 
     async def check(live: Live) -> None:
         assert texts_sent(live) == [FALLBACK_TEXTS["en"]]
-        assert calls == [1]
+        assert calls == [2]
         (trace,) = await traces(db)
         assert trace.outcome == "fallback"
-        assert "model unavailable on attempt 1 of 3 (the customer has waited" in trace.detail
-        assert await turns_counted(live) == {"fallback": 1}
+        assert "model unavailable on attempt 2 of 5 (the customer has waited" in trace.detail
+        assert await turns_counted(live) == {"deferred": 1, "fallback": 1}
 
     # Shorter than the quiet window the message always waits first.
-    await run(db, tmp_path, chat, check, model_outage_budget_s=0.01)
+    await run(db, tmp_path, chat, check, model_outage_budget_s=0.01, job_max_attempts=5)
 
 
 async def test_a_timeout_is_an_outage_too(db, tmp_path):

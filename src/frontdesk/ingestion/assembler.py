@@ -122,6 +122,13 @@ class TurnAssembler:
                 async with self._lease.kept_alive(conversation_id, owner):
                     while True:
                         collected = await self._collect(conversation_id, settled)
+                        if isinstance(collected, _Defer) and collected.seconds == 0:
+                            # Quiet by now but not at ``settled`` (a slow delivery after the last
+                            # turn): settle again rather than going round the job queue.
+                            settled = await self._lease.renew(conversation_id, owner)
+                            if settled is None:
+                                raise LeaseLost(conversation_id)
+                            collected = await self._collect(conversation_id, settled)
                         if isinstance(collected, _Defer):
                             defer_s = collected.seconds
                             break
@@ -299,7 +306,9 @@ class TurnAssembler:
                     run = await self._agent.generate(turn)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
             waited_s = (self._clock.now() - batch[0].created_at).total_seconds()
-            within_budget = waited_s < self._timing.model_outage_budget_s
+            # The wait counts the quiet window and any queue, so a backlog alone must not turn the
+            # first failure into the hold message: the first attempt is always retried.
+            within_budget = attempt.number == 1 or waited_s < self._timing.model_outage_budget_s
             if not attempt.last and within_budget:
                 retry_after = outage.error.retry_after
                 after_s = min(retry_after, MAX_RETRY_AFTER_S) if retry_after else None

@@ -117,6 +117,8 @@ class Ingestor:
             # Stamp the message under a share lock on its conversation: the turn's lease UPDATE
             # waits for it, so no turn judges the conversation quiet while a message stamped
             # earlier is still uncommitted (see ingestion/lease.py). SQLite's write lock does this.
+            # Never UPDATE the conversation after this in the same transaction: two ingests
+            # upgrading their share locks would deadlock each other.
             await session.execute(
                 select(Conversation.id).where(Conversation.id == conversation.id).with_for_update(read=True)
             )

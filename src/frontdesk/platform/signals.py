@@ -108,9 +108,11 @@ class ConversationSignals:
             if self._bridge is not None and self._bridge.listening:
                 frontier = None  # publishes arrive; after a reconnect the bridge wakes everyone
                 continue
-            if not self.listeners:
+            if not self.listeners and frontier is not None:
                 continue  # nobody waits: no query (the frontier stays, so nothing is skipped)
             try:
+                # Anchored even with nobody waiting when the LISTEN connection has just dropped:
+                # a stream opened a moment later must still hear of what committed meanwhile.
                 frontier = await self._wake_for_new_messages(db, frontier)
             except Exception:  # the store is away for a moment: listeners' own timers still run
                 log.warning("the signals watcher could not read new messages", exc_info=True)
