@@ -19,6 +19,7 @@ from sqlalchemy import event
 from test_webchat import next_block, served, sse_events
 
 from frontdesk.app import create_app
+from frontdesk.ingestion.channels.webchat import adapter
 from frontdesk.output.blocks import TextBlock
 from frontdesk.output.rendering import DeliveryTarget
 from harness import make_runtime, message, reply
@@ -28,9 +29,14 @@ IDLE_STREAMS = 60
 STREAM_QUERY = re.compile(r"FROM (messages|conversations|contacts)\b")
 
 
-async def test_sixty_idle_streams_cost_almost_no_queries(db):
+async def idle_streams(db: Any, count_streams: int, measure_s: float) -> tuple[list[str], int]:
+    """Open ``count_streams`` streams (half on conversations that exist, half before the first
+    message), let them settle, then for ``measure_s`` record the stream queries the store sees.
+    Returns those statements and the keep-alive comments the streams received meanwhile."""
     runtime, accounts = await make_runtime(db, {"name": "r", "default": [reply("hi")]}, workers=0)
     statements: list[str] = []
+    keepalives = [0]
+    measuring = asyncio.Event()
 
     def count(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
         if STREAM_QUERY.search(statement):
@@ -38,20 +44,20 @@ async def test_sixty_idle_streams_cost_almost_no_queries(db):
 
     url = f"/v1/webchat/{accounts.webchat_id}/stream"
     async with served(create_app(runtime)) as client:
-        for n in range(IDLE_STREAMS // 2):  # half on conversations that exist, half before the first message
+        for n in range(count_streams // 2):
             await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session=f"old-{n}"))
-        sessions = [f"old-{n}" for n in range(IDLE_STREAMS // 2)] + [f"new-{n}" for n in range(IDLE_STREAMS // 2)]
+        sessions = [f"old-{n}" for n in range(count_streams // 2)] + [f"new-{n}" for n in range(count_streams // 2)]
         async with asyncio.TaskGroup() as streams:
             opened = [asyncio.Event() for _ in sessions]
 
             async def hold(session: str, ready: asyncio.Event) -> None:
                 async with client.stream("GET", url, params={"session": session}) as response:
-                    events = sse_events(response)
-                    await anext(events)  # retry:
-                    await anext(events)  # id: where it starts
-                    ready.set()
-                    async for _ in events:  # until the test closes the server
+                    lines = response.aiter_lines()
+                    while not (await anext(lines)).startswith("id:"):  # retry:, then where it starts
                         pass
+                    ready.set()
+                    async for line in lines:  # until the test closes the server
+                        keepalives[0] += measuring.is_set() and line.startswith(": keep-alive")
 
             tasks = [streams.create_task(hold(s, e)) for s, e in zip(sessions, opened, strict=True)]
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened)), 20)
@@ -59,15 +65,30 @@ async def test_sixty_idle_streams_cost_almost_no_queries(db):
             # of the messages above once: that catch-up is bounded by messages, not by time.
             await asyncio.sleep(2.5)
             event.listen(db.engine.sync_engine, "before_cursor_execute", count)
+            measuring.set()
             try:
-                await asyncio.sleep(3.0)
+                await asyncio.sleep(measure_s)
             finally:
                 event.remove(db.engine.sync_engine, "before_cursor_execute", count)
             for task in tasks:
                 task.cancel()
+    return statements, keepalives[0]
 
+
+async def test_sixty_idle_streams_cost_almost_no_queries(db):
+    statements, _ = await idle_streams(db, IDLE_STREAMS, measure_s=3.0)
     # Before: one lookup per stream per second (about 180 here). Now: the watcher's reads only.
     assert len(statements) <= 6, f"{len(statements)} queries in 3 s, e.g. {statements[:3]}"
+
+
+async def test_keep_alives_do_not_read_the_store(db, monkeypatch):
+    # At 2,000 streams, a read with every 15 s keep-alive was 133 transcript reads a second
+    # (bench/burst.py): now only a signal or the 60 s safety timer reads.
+    monkeypatch.setattr(adapter, "STREAM_KEEPALIVE_S", 0.25)
+    statements, keepalives = await idle_streams(db, 20, measure_s=2.0)
+
+    assert keepalives >= 20 * 4  # every stream kept its connection alive throughout
+    assert len(statements) <= 4, f"{len(statements)} queries in 2 s, e.g. {statements[:3]}"
 
 
 async def test_a_reply_written_without_a_publish_reaches_the_stream_within_the_watchers_second(db):

@@ -28,9 +28,10 @@ from frontdesk.output.transcript import latest_message_id, read_transcript
 
 CHANNEL = "webchat"
 TOKEN_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-# Streams wake on signals (a publish, or the per-process store watcher, platform/signals.py); this
-# timer is only a safety net, so 2,000 idle streams cost no queries.
-STREAM_SAFETY_POLL_S = 15.0
+# Streams wake on signals (a publish, or the per-process store watcher, platform/signals.py); a
+# stream re-reads on its own only this often, as a safety net. Measured: at 15 s, 2,000 idle
+# streams re-read 133 transcripts a second, which alone kept one SQLite process busy.
+STREAM_SAFETY_POLL_S = 60.0
 STREAM_KEEPALIVE_S = 15.0
 
 Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
@@ -215,9 +216,14 @@ async def _assistant_blocks(
         latest = await latest_message_id(deps.db, conversation_id) if conversation_id else 0
         cursor = (latest, PRESENT) if latest else (0, 0)
         yield f"id: {cursor[0]}:{cursor[1]}\n\n"
-    last_sent = time.monotonic()
+    last_sent = last_read = time.monotonic()
+    signalled = True  # read once at the start
     while not await request.is_disconnected():
-        if conversation_id is None:
+        # Only a signal or the safety timer reads the store; a wake for the keep-alive does not.
+        read = signalled or time.monotonic() - last_read >= STREAM_SAFETY_POLL_S
+        if read:
+            last_read = time.monotonic()
+        if conversation_id is None and read:
             started = deps.signals.ticket(session_signal(channel_account_id, session))  # before the lookup
             conversation_id = await deps.ingestor.find_conversation(channel_account_id, session)
         # Wake by the keep-alive's due time at the latest, so a wake with nothing to send cannot
@@ -226,7 +232,10 @@ async def _assistant_blocks(
         if conversation_id is not None:
             ticket = deps.signals.ticket(conversation_id)
             after = max(cursor[0] - 1, 0)
-            for entry in await read_transcript(deps.db, conversation_id, after_id=after, roles=("assistant",)):
+            entries = (
+                await read_transcript(deps.db, conversation_id, after_id=after, roles=("assistant",)) if read else []
+            )
+            for entry in entries:
                 for index, block in enumerate(entry.blocks):
                     if (entry.id, index) <= cursor:
                         continue
@@ -241,9 +250,9 @@ async def _assistant_blocks(
                     yield f"id: {entry.id}:{index}\nevent: block\ndata: {json.dumps(payload)}\n\n"
                     cursor = (entry.id, index)
                     last_sent = time.monotonic()
-            await deps.signals.wait(ticket, wait_s)
+            signalled = await deps.signals.wait(ticket, wait_s)
         else:
-            await deps.signals.wait(started, wait_s)
+            signalled = await deps.signals.wait(started, wait_s)
         if time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
             yield ": keep-alive\n\n"
             last_sent = time.monotonic()
