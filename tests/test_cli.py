@@ -3,6 +3,7 @@ fresh SQLite file, with the offline demo model."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
@@ -142,6 +143,29 @@ def test_serve_on_an_upgraded_database_answers_health_checks(env, tmp_path):
     assert (status, body) == (200, '{"status":"ok"}'), server.output()
     assert code in STOPPED_BY_SIGTERM, server.output()
     assert "Application shutdown complete" in server.output()
+
+
+def test_serve_keeps_an_idle_connection_open_longer_than_a_load_balancers_idle_timeout(env, tmp_path):
+    # A load balancer or a platform reuses connections it thinks are open; uvicorn's default 5 s
+    # closed them under it, and the reused request got no answer (bench/reliability/storm.py).
+    assert frontdesk("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
+    port = free_port()
+    server = Server(["serve", "--port", str(port)], env, tmp_path)
+    try:
+        server.get(f"http://127.0.0.1:{port}/healthz")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        statuses = []
+        for pause_s in (6, 0):  # idle past uvicorn's own 5 s, then ask again on the same connection
+            connection.request("GET", "/healthz")
+            response = connection.getresponse()
+            response.read()
+            statuses.append(response.status)
+            time.sleep(pause_s)
+        connection.close()
+    finally:
+        server.stop()
+
+    assert statuses == [200, 200], server.output()
 
 
 # -- chat ------------------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ async def _serve(runtime: Runtime, settings: Settings) -> None:
         port=settings.port,
         log_config=None,
         log_level=settings.log_level.lower(),
+        timeout_keep_alive=settings.http_keep_alive_s,
         timeout_graceful_shutdown=5,
     )
     try:

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     # -- HTTP server
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    # How long an idle HTTP connection is kept open. Longer than the idle timeout of whatever
+    # reuses connections to us (a load balancer: 60 s on AWS ALB; a platform's webhook client),
+    # or it may send on a connection we are closing and get no answer.
+    http_keep_alive_s: int = Field(default=75, ge=1, le=3600)
     public_url: str | None = None
 
     # -- models (slot strings; see docs/configuration.md)
