@@ -34,7 +34,10 @@ from frontdesk.platform.store.engine import Database
 
 pytestmark = needs_postgres
 
-SESSIONS = 4
+# Enough turns that they cannot all land on one instance by chance: a turn that defers itself (its
+# burst not quiet yet) is re-queued by the instance that ran it, which is the likeliest to claim it
+# again, so with 4 sessions one instance sometimes took all 8 turns under CI load.
+SESSIONS = 8
 MESSAGES = 3
 ROUNDS = 2
 # Wide enough that a burst's messages, spread over three processes on a busy 2-core machine, are
