@@ -45,6 +45,7 @@ async def test_a_message_committed_after_the_window_closed_is_answered_with_its_
     runtime, accounts = await make_runtime(db, {"name": "echo", "default": [reply("got: {user_text}")]})
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
     held = HeldBeforeCommit(runtime.queue)
+    # The ignore: HeldBeforeCommit stands in for JobQueue with only the two methods the ingest calls.
     slow_ingestor = Ingestor(db, held, runtime.clock, turn_delay_s=WINDOW_S)  # type: ignore[arg-type]
     second = asyncio.create_task(slow_ingestor.ingest(message(accounts.terminal_id, "second")))
     await asyncio.wait_for(held.reached.wait(), 5)  # "second" is stamped a moment after "first"

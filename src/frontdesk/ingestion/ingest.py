@@ -113,7 +113,8 @@ class Ingestor:
         if found is None or (channel is not None and found[0].channel != channel):
             raise NotFoundError(f"no {channel or 'such'} channel account {event.channel_account_id!r}")
         account, contact, conversation = found
-        if conversation is not None and session.get_bind().dialect.name == "postgresql":
+        dialect = session.get_bind().dialect.name
+        if conversation is not None and dialect == "postgresql":
             # Stamp the message under a share lock on its conversation: the turn's lease UPDATE
             # waits for it, so no turn judges the conversation quiet while a message stamped
             # earlier is still uncommitted (see ingestion/lease.py). SQLite's write lock does this.
@@ -149,7 +150,7 @@ class Ingestor:
             session.add(conversation)
         await session.flush()
         # The unique index decides: a redelivery inserts nothing (and logs no database error).
-        insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+        insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
         meta = dict(event.metadata)
         if event.media is not None:
             meta["media"] = event.media.model_dump(exclude_none=True)
