@@ -242,7 +242,9 @@ VOICE_CHAT = {
 
 async def test_a_voice_note_is_pending_first_and_the_reply_waits_for_its_transcript(db, tmp_path):
     slow = transcript("ok", "do you print flyers", delay_ms=700)
-    async with telegram(db, tmp_path, chat=VOICE_CHAT, transcription=slow) as live:
+    # The gate's media timeout is far above the transcript's delay, so a loaded machine cannot
+    # make the turn give up on it; the transcript pulls the turn forward, so nothing waits 30 s.
+    async with telegram(db, tmp_path, chat=VOICE_CHAT, transcription=slow, media_ready_timeout_s=30) as live:
         live.platform.media[f"files/{VOICE_FILE_ID}"] = (VOICE, "application/octet-stream")
         await post(live, "message__voice.json")
         (row,) = await live.messages()

@@ -552,7 +552,9 @@ VOICE_CHAT = {"name": "voice", "rules": [{"match": "flyers", "responses": [{"rep
 
 async def test_a_voice_note_is_transcribed_and_the_reply_waits_for_the_transcript(db, tmp_path):
     slow = transcript("ok", "do you print flyers", delay_ms=700)
-    async with whatsapp(db, tmp_path, chat=VOICE_CHAT, transcription=slow) as live:
+    # The gate's media timeout is far above the transcript's delay, so a loaded machine cannot
+    # make the turn give up on it; the transcript pulls the turn forward, so nothing waits 30 s.
+    async with whatsapp(db, tmp_path, chat=VOICE_CHAT, transcription=slow, media_ready_timeout_s=30) as live:
         # The download says nothing useful about the type; the media lookup does.
         live.platform.media[VOICE_ID] = (VOICE, "application/octet-stream")
         live.platform.reported_mime[VOICE_ID] = "audio/ogg; codecs=opus"
