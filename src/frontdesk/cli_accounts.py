@@ -7,20 +7,26 @@ with a warning, and are sealed at the next start once a key is configured."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from frontdesk.errors import ConfigError
 from frontdesk.ingestion.accounts import credential_name, credential_prefix
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
-from frontdesk.platform.vault import Vault, build_vault
+from frontdesk.platform.vault import Vault, build_vault, env_spelling
 from frontdesk.settings import Settings
 
 log = logging.getLogger(__name__)
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,40}$"
+PLATFORM_ID_PATTERN = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram and phone number ids
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ async def upsert_account(
         if await session.get(Tenant, tenant_id) is None:
             raise ConfigError(f"no tenant {tenant_id!r}")
         account = await session.get(ChannelAccount, account_id)
+        created = account is None
         if account is None:
             account = ChannelAccount(
                 id=account_id,
@@ -79,10 +86,15 @@ async def upsert_account(
                 secrets={},
                 created_at=now,
             )
+            await _refuse_env_twin(session, tenant_id, account_id)
             session.add(account)
         elif account.channel != channel or account.tenant_id != tenant_id:
             raise ConfigError(f"account {account_id!r} is a {account.channel} account of tenant {account.tenant_id}")
         account.config = {k: v for k, v in {**account.config, **config}.items() if v != ""}
+        if created or config:
+            # A new account, or its config edited. (Rotating a credential of an account made
+            # before the id was required stays possible; the runtime warns about it at start.)
+            _require_own_id(channel, account.config)
         merged = {k: str(v) for k, v in {**(account.secrets or {}), **secrets}.items() if v is not None}
         if vault.can_seal:
             for secret, value in merged.items():
@@ -107,6 +119,35 @@ async def upsert_account(
     prefix = credential_prefix(account_id)
     vaulted = [n[len(prefix) :] for n in await vault.names(tenant_id, prefix)]
     return summary(account, vaulted)
+
+
+def _require_own_id(channel: str, config: Mapping[str, object]) -> None:
+    """A channel whose webhook secret is shared across identities needs the one this account
+    answers as: without it, whatever the shared secret signs would be taken as this account's."""
+    spec = CHANNELS.get(channel)
+    key = spec.own_id if spec is not None else None
+    if spec is None or key is None:
+        return
+    value = config.get(key)
+    if value is None:
+        raise ConfigError(
+            f"a {channel} account needs --config {key}=<id>: the app secret signs the webhooks of every"
+            f" {spec.identity} of its Meta app, and only {key} tells this account's apart"
+        )
+    if not PLATFORM_ID_PATTERN.fullmatch(str(value)):
+        raise ConfigError(f"{key} must be the numeric id Meta shows for it, not {str(value)[:40]!r}")
+
+
+async def _refuse_env_twin(session: AsyncSession, tenant_id: str, account_id: str) -> None:
+    """The environment fallback spells ids without case or punctuation, so two ids spelled alike
+    there would read each other's credentials: refuse the second one."""
+    spelled = env_spelling(account_id)
+    for other in await session.scalars(select(ChannelAccount.id).where(ChannelAccount.tenant_id == tenant_id)):
+        if env_spelling(other) == spelled:
+            raise ConfigError(
+                f"account id {account_id!r} is too like {other!r}: credentials in the environment"
+                f" (FRONTDESK_SECRET__...) ignore case and - or _, so the two would share them; pick another id"
+            )
 
 
 def summary(account: ChannelAccount, vaulted: Sequence[str] = ()) -> AccountSummary:

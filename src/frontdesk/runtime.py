@@ -29,7 +29,7 @@ from frontdesk.humans.notifications import DISPATCH_NOTIFICATION, Dispatcher, bu
 from frontdesk.humans.notifications.watch import FailedDeliveryWatch, notify_rejection_spikes
 from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
 from frontdesk.ingestion.assembler import AssemblerTiming, Attempt, TurnAssembler, message_text
-from frontdesk.ingestion.channels import CHANNELS, ChannelDeps
+from frontdesk.ingestion.channels import CHANNELS, ChannelDeps, warn_accounts_without_own_id
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.preparation import PREPARE_MEDIA, MediaPreparer
@@ -257,6 +257,7 @@ class Runtime:
         configured stays unavailable; its tenants' turns fail with a clear error. First, with a
         vault key configured, any channel secret still in plaintext moves into the vault."""
         await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
+        await warn_accounts_without_own_id(self.db)
         await self.channel_deps.media.check()  # a missing or refused bucket stops start-up, not a media job
         if isinstance(self.chat_client, LocalModelClient):
             # Join, verify and load the weights now (idempotent: the demo did it with a progress

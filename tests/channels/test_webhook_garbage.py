@@ -92,6 +92,13 @@ WEBHOOKS = [
     Webhook("line", "garbage-line", "line", _line, {"channel_secret": SECRET, "channel_access_token": "x"}),
 ]
 
+# The ids the fixtures are addressed to, so mutated bodies get past the account's own-id check.
+OWN_IDS = {
+    "garbage-messenger": {"page_id": "104857392016485"},
+    "garbage-instagram": {"instagram_id": "17841405726653026"},
+    "garbage-whatsapp": {"phone_number_id": "106540352242922"},
+}
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
@@ -142,7 +149,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 tenant_id="demo",
                 channel=hook.channel,
                 name=hook.channel,
-                config={"api_base_url": "http://127.0.0.1:9"},
+                config={"api_base_url": "http://127.0.0.1:9", **OWN_IDS.get(hook.account_id, {})},
                 secrets=hook.secrets,
                 now=clock.now(),
             )

@@ -194,6 +194,13 @@ ACCOUNTS: dict[str, tuple[str, dict[str, str]]] = {
     "hostile-whatsapp": ("whatsapp", {"app_secret": SECRET, "access_token": "x", "verify_token": SECRET}),
     "hostile-line": ("line", {"channel_secret": SECRET, "channel_access_token": "x"}),
 }
+# The ids the fixtures are addressed to (Meta accounts must name theirs), so mutated bodies reach
+# the parsers behind the account's own-id check.
+OWN_IDS = {
+    "hostile-messenger": {"page_id": "104857392016485"},
+    "hostile-instagram": {"instagram_id": "17841405726653026"},
+    "hostile-whatsapp": {"phone_number_id": "106540352242922"},
+}
 
 
 async def _fresh(database_url: str) -> Database:
@@ -216,7 +223,7 @@ async def _build(database_url: str, media_dir: Path, settings_: dict[str, Any]) 
             tenant_id="demo",
             channel=channel,
             name=channel,
-            config={"api_base_url": "http://127.0.0.1:9"},
+            config={"api_base_url": "http://127.0.0.1:9", **OWN_IDS.get(account_id, {})},
             secrets=secrets,
             now=runtime.clock.now(),
             vault=runtime.channel_deps.accounts.vault,

@@ -48,6 +48,7 @@ __all__ = [
     "VaultError",
     "build_vault",
     "env_name",
+    "env_spelling",
     "generate_key",
     "key_id",
 ]
@@ -59,9 +60,15 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9._:/-]{1,200}")
 _NOT_ENV = re.compile(r"[^A-Z0-9]")
 
 
+def env_spelling(text: str) -> str:
+    """``text`` as it appears in an environment variable name: upper case, punctuation as ``_``.
+    Not one-to-one: ids that spell alike here must not live side by side (``upsert_account``)."""
+    return _NOT_ENV.sub("_", text.upper())
+
+
 def env_name(tenant_id: str, name: str) -> str:
     """The environment variable that may hold ``name`` of ``tenant_id`` when the vault does not."""
-    return f"{ENV_PREFIX}{_NOT_ENV.sub('_', tenant_id.upper())}__{_NOT_ENV.sub('_', name.upper())}"
+    return f"{ENV_PREFIX}{env_spelling(tenant_id)}__{env_spelling(name)}"
 
 
 @dataclass(frozen=True)

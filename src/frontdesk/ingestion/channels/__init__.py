@@ -3,10 +3,12 @@ adapter, renderer, fixtures and README, then one entry here."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import APIRouter
+from sqlalchemy import select
 
 from frontdesk.ingestion.channels._deps import ChannelDeps
 from frontdesk.ingestion.channels.line.adapter import build_router as line_router
@@ -22,6 +24,10 @@ from frontdesk.ingestion.channels.whatsapp.adapter import build_router as whatsa
 from frontdesk.ingestion.channels.whatsapp.renderer import WhatsAppMediaFetcher, WhatsAppRenderer
 from frontdesk.ingestion.preparation import MediaFetcher
 from frontdesk.output.rendering import Renderer
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import ChannelAccount
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,12 @@ class Channel:
     router: Callable[[ChannelDeps], APIRouter] | None = None
     # Downloads customer media (``MediaRef``) for the ``prepare_media`` job.
     fetcher: Callable[[ChannelDeps], MediaFetcher] | None = None
+    # The config key naming the platform identity an account answers as, where the webhook's
+    # signing secret does not name it: one Meta app secret signs the webhooks of every Page,
+    # Instagram account and phone number of that app, so only this id keeps another business's
+    # messages out. Telegram (a secret token per bot) and LINE (a secret per channel) need none.
+    own_id: str | None = None
+    identity: str = ""  # what ``own_id`` names, for messages: "Page"
 
 
 CHANNELS: dict[str, Channel] = {
@@ -38,10 +50,42 @@ CHANNELS: dict[str, Channel] = {
     "terminal": Channel("terminal", lambda deps: TerminalRenderer(deps.signals)),
     "telegram": Channel("telegram", TelegramRenderer, telegram_router, TelegramMediaFetcher),
     # One router serves both Meta messaging products (``/webhooks/messenger|instagram/{id}``).
-    "messenger": Channel("messenger", MessengerRenderer, meta_messaging_router, MessengerMediaFetcher),
-    "instagram": Channel("instagram", MessengerRenderer, None, MessengerMediaFetcher),
-    "whatsapp": Channel("whatsapp", WhatsAppRenderer, whatsapp_router, WhatsAppMediaFetcher),
+    "messenger": Channel(
+        "messenger", MessengerRenderer, meta_messaging_router, MessengerMediaFetcher, own_id="page_id", identity="Page"
+    ),
+    "instagram": Channel(
+        "instagram", MessengerRenderer, None, MessengerMediaFetcher, own_id="instagram_id", identity="Instagram account"
+    ),
+    "whatsapp": Channel(
+        "whatsapp",
+        WhatsAppRenderer,
+        whatsapp_router,
+        WhatsAppMediaFetcher,
+        own_id="phone_number_id",
+        identity="phone number",
+    ),
     "line": Channel("line", LineRenderer, line_router, LineMediaFetcher),
 }
 
-__all__ = ["CHANNELS", "Channel", "ChannelDeps"]
+
+async def warn_accounts_without_own_id(db: Database) -> list[str]:
+    """Accounts made before their channel's ``own_id`` was required: they still take every body
+    their app secret signs, so say which, at every start, until their id is set. Returns them."""
+    async with db.read() as session:
+        columns = select(ChannelAccount.id, ChannelAccount.channel, ChannelAccount.config)
+        accounts = (await session.execute(columns)).all()
+    missing = []
+    for account_id, channel_name, config in accounts:
+        channel = CHANNELS.get(channel_name)
+        key = channel.own_id if channel is not None else None
+        if channel is not None and key is not None and not (config or {}).get(key):
+            missing.append(account_id)
+            log.warning(
+                "channel account %s has no %s, so it takes the webhooks of every %s of its Meta app;"
+                " set it: frontdesk accounts add %s --id %s --config %s=<id>",
+                account_id, key, channel.identity, channel_name, account_id, key,
+            )  # fmt: skip
+    return missing
+
+
+__all__ = ["CHANNELS", "Channel", "ChannelDeps", "warn_accounts_without_own_id"]

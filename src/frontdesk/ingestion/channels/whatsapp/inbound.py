@@ -97,7 +97,8 @@ def parse_events(raw: bytes, account_id: str, config: Mapping[str, Any]) -> list
     """The events in one webhook body, in payload order.
 
     ``config["phone_number_id"]`` is the business number this account answers as; changes about
-    another number are ignored. Without it nothing is filtered."""
+    another number are ignored. Without it (an account made before it was required; every start
+    warns about it) nothing is filtered."""
     payload = _parse(raw)
     number = config.get("phone_number_id")
     events: list[InboundEvent] = []

@@ -1,0 +1,95 @@
+"""What a new channel account must say about itself before it takes webhooks: the Meta id it
+answers as (one app secret signs every Page and number of the app), and an id that the
+environment's credential names cannot confuse with another account's."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from frontdesk.cli_accounts import upsert_account
+from frontdesk.demo import seed_demo
+from frontdesk.errors import ConfigError
+from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.store.schema import ChannelAccount
+from frontdesk.platform.vault import MasterKeys, Vault, env_name
+from harness import make_runtime
+
+ECHO = {"name": "echo", "default": [{"reply": "ok"}]}
+
+
+async def add(db, account_id, channel, config=None, secrets=None, environ=None):
+    return await upsert_account(
+        db,
+        account_id=account_id,
+        tenant_id="demo",
+        channel=channel,
+        name=None,
+        config=config or {},
+        secrets=secrets or {},
+        now=SystemClock().now(),
+        vault=Vault(db, MasterKeys(), environ=environ or {}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("channel", "key"), [("messenger", "page_id"), ("instagram", "instagram_id"), ("whatsapp", "phone_number_id")]
+)
+async def test_a_meta_account_must_name_the_id_it_answers_as(db, channel, key):
+    await seed_demo(db, SystemClock())
+    with pytest.raises(ConfigError, match=f"needs --config {key}=<id>"):
+        await add(db, "meta-shop-0001", channel, secrets={"app_secret": "s"})
+    with pytest.raises(ConfigError, match=f"{key} must be the numeric id"):
+        await add(db, "meta-shop-0001", channel, config={key: "my page"})
+    async with db.read() as session:
+        assert await session.get(ChannelAccount, "meta-shop-0001") is None  # nothing half-made
+
+    saved = await add(db, "meta-shop-0001", channel, config={key: "104857392016485"}, secrets={"app_secret": "s"})
+    assert saved.config == {key: "104857392016485"}
+    with pytest.raises(ConfigError, match=f"needs --config {key}"):  # nor can an edit remove it
+        await add(db, "meta-shop-0001", channel, config={key: ""})
+
+
+async def test_telegram_line_and_webchat_accounts_need_no_platform_id(db):
+    await seed_demo(db, SystemClock())
+    for channel in ("telegram", "line", "webchat"):
+        saved = await add(db, f"{channel}-shop-0001", channel)
+        assert saved.channel == channel
+
+
+async def test_an_account_made_before_the_id_was_required_can_rotate_a_secret_and_is_named_at_start(db, caplog):
+    runtime, _ = await make_runtime(db, ECHO)
+    async with db.transaction() as session:  # as an older release stored it
+        session.add(
+            ChannelAccount(
+                id="old-page-0001", tenant_id="demo", channel="messenger", name="old", config={},
+                secrets={"app_secret": "s"}, created_at=runtime.clock.now(),
+            )
+        )  # fmt: skip
+    saved = await add(db, "old-page-0001", "messenger", secrets={"page_access_token": "new"})
+    assert saved.secret_names == ("app_secret", "page_access_token")
+
+    with caplog.at_level(logging.WARNING, logger="frontdesk.ingestion.channels"):
+        await runtime.start()
+    await runtime.close()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "frontdesk.ingestion.channels"]
+    assert warnings == [
+        "channel account old-page-0001 has no page_id, so it takes the webhooks of every Page of its Meta app;"
+        " set it: frontdesk accounts add messenger --id old-page-0001 --config page_id=<id>"
+    ]
+
+
+@pytest.mark.parametrize("twin", ["shop_a_0001", "SHOP-A-0001", "Shop-A_0001"])
+async def test_an_id_the_environment_would_spell_like_another_accounts_is_refused(db, twin):
+    await seed_demo(db, SystemClock())
+    await add(db, "shop-a-0001", "telegram", secrets={"bot_token": "1:a"})
+    # Both would read this one variable, so one shop would answer with the other's bot.
+    assert env_name("demo", "channel/shop-a-0001/bot_token") == env_name("demo", f"channel/{twin}/bot_token")
+
+    with pytest.raises(ConfigError, match="too like 'shop-a-0001'"):
+        await add(db, twin, "telegram", secrets={"bot_token": "1:b"})
+    async with db.read() as session:
+        assert await session.get(ChannelAccount, twin) is None
+    again = await add(db, "shop-a-0001", "telegram", secrets={"webhook_secret": "w"})  # itself: an update
+    assert again.secret_names == ("bot_token", "webhook_secret")
