@@ -7,7 +7,6 @@ with a warning, and are sealed at the next start once a key is configured."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConfigError
 from frontdesk.ingestion.accounts import credential_name, credential_prefix
-from frontdesk.ingestion.channels import CHANNELS
+from frontdesk.ingestion.channels import CHANNELS, usable_own_id
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.platform.vault import Vault, build_vault, env_spelling
@@ -26,7 +25,6 @@ from frontdesk.settings import Settings
 log = logging.getLogger(__name__)
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,40}$"
-PLATFORM_ID_PATTERN = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram and phone number ids
 
 
 @dataclass(frozen=True)
@@ -134,19 +132,23 @@ def _require_own_id(channel: str, config: Mapping[str, object]) -> None:
             f"a {channel} account needs --config {key}=<id>: the app secret signs the webhooks of every"
             f" {spec.identity} of its Meta app, and only {key} tells this account's apart"
         )
-    if not PLATFORM_ID_PATTERN.fullmatch(str(value)):
+    if not usable_own_id(value):
         raise ConfigError(f"{key} must be the numeric id Meta shows for it, not {str(value)[:40]!r}")
 
 
 async def _refuse_env_twin(session: AsyncSession, tenant_id: str, account_id: str) -> None:
-    """The environment fallback spells ids without case or punctuation, so two ids spelled alike
-    there would read each other's credentials: refuse the second one."""
+    """The environment fallback spells ``channel/<id>/<secret>`` without case or punctuation, so
+    ids spelled alike there would read each other's credentials: ``shop-a`` and ``SHOP_A``, and
+    also ``shop`` and ``shop-page`` (``shop``'s ``page_access_token`` is ``shop-page``'s
+    ``access_token``). Refuse the second one."""
     spelled = env_spelling(account_id)
     for other in await session.scalars(select(ChannelAccount.id).where(ChannelAccount.tenant_id == tenant_id)):
-        if env_spelling(other) == spelled:
+        theirs = env_spelling(other)
+        if theirs == spelled or theirs.startswith(spelled + "_") or spelled.startswith(theirs + "_"):
             raise ConfigError(
                 f"account id {account_id!r} is too like {other!r}: credentials in the environment"
-                f" (FRONTDESK_SECRET__...) ignore case and - or _, so the two would share them; pick another id"
+                f" (FRONTDESK_SECRET__...) ignore case and turn - into _, so the two could read each"
+                f" other's; pick an id that is not the other one plus a suffix"
             )
 
 

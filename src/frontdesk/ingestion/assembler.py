@@ -194,6 +194,17 @@ class TurnAssembler:
         waits = {"wait_ms": round(waited_s * 1000, 2), "pending_media": len(pending)}
         return thread, rows, waits
 
+    async def _reopen_media_ready_meanwhile(self, session: AsyncSession, batch: list[Message], turn_id: int) -> None:
+        """Media that was pending when the batch was collected (the gate gave up waiting) and is
+        ready by now was answered as its placeholder: open it again for a turn that reads it.
+        ``Ingestor.mark_ready`` does the same when it lands after this commit."""
+        late = [m.id for m in batch if m.status == "pending"]
+        if not late:
+            return
+        for message in await session.scalars(select(Message).where(Message.id.in_(late), Message.status == "ready")):
+            message.meta = {**(message.meta or {}), "answered_as_placeholder_by": turn_id}
+            message.processed_at, message.turn_id = None, None
+
     async def _thread(self, conversation_id: str) -> _Thread | None:
         async with self._db.read() as session:
             row = (
@@ -373,6 +384,7 @@ class TurnAssembler:
                 )
                 if rows_affected(answered) != len(batch):  # someone else answered them meanwhile
                     raise LeaseLost(conversation.id)
+                await self._reopen_media_ready_meanwhile(session, batch, trace.id)
                 turn_outcome(result.outcome.value, steps=result.steps)  # counted once it is this turn's for sure
                 staged = None
                 if result.blocks:

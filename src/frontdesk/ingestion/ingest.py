@@ -220,16 +220,26 @@ class Ingestor:
         self, message_id: int, text: str | None = None, *, meta_updates: dict[str, Any] | None = None
     ) -> None:
         """Resolve a pending media placeholder and let its conversation's turn run now
-        (the readiness gate had deferred it up to the media timeout)."""
+        (the readiness gate had deferred it up to the media timeout).
+
+        Media later than that timeout was answered as its placeholder by then ("[voice note:
+        being transcribed]"): the row is opened again, so what the customer really sent gets a
+        turn of its own instead of never being answered."""
         async with self._db.transaction() as session:
-            message = await session.get(Message, message_id)
+            # Locked: a turn committing this row right now is waited for, so its answer is seen
+            # here, or (``TurnAssembler``) this readiness is seen by its commit.
+            message = await session.get(Message, message_id, with_for_update=True, populate_existing=True)
             if message is None:
                 raise NotFoundError(f"no message {message_id}")
+            answered_as_placeholder = message.status == "pending" and message.turn_id is not None
             message.status = "ready"
             if text is not None:
                 message.content = text
-            if meta_updates:
-                message.meta = {**(message.meta or {}), **meta_updates}
+            if meta_updates or answered_as_placeholder:
+                late = {"answered_as_placeholder_by": message.turn_id} if answered_as_placeholder else {}
+                message.meta = {**(message.meta or {}), **(meta_updates or {}), **late}
+            if answered_as_placeholder:
+                message.processed_at, message.turn_id = None, None
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
 

@@ -4,6 +4,7 @@ adapter, renderer, fixtures and README, then one entry here."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,24 +69,37 @@ CHANNELS: dict[str, Channel] = {
 }
 
 
+_OWN_ID = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram account and phone number ids
+
+
+def usable_own_id(value: object) -> bool:
+    return value is not None and not isinstance(value, bool) and _OWN_ID.fullmatch(str(value)) is not None
+
+
 async def warn_accounts_without_own_id(db: Database) -> list[str]:
-    """Accounts made before their channel's ``own_id`` was required: they still take every body
-    their app secret signs, so say which, at every start, until their id is set. Returns them."""
+    """Accounts made before their channel's ``own_id`` was required: without it they take every
+    body their app secret signs; with a malformed one, none. Named at every start until their id
+    is set; returns them."""
     async with db.read() as session:
-        columns = select(ChannelAccount.id, ChannelAccount.channel, ChannelAccount.config)
+        columns = select(ChannelAccount.id, ChannelAccount.tenant_id, ChannelAccount.channel, ChannelAccount.config)
         accounts = (await session.execute(columns)).all()
-    missing = []
-    for account_id, channel_name, config in accounts:
+    unusable = []
+    for account_id, tenant_id, channel_name, config in accounts:
         channel = CHANNELS.get(channel_name)
         key = channel.own_id if channel is not None else None
-        if channel is not None and key is not None and not (config or {}).get(key):
-            missing.append(account_id)
-            log.warning(
-                "channel account %s has no %s, so it takes the webhooks of every %s of its Meta app;"
-                " set it: frontdesk accounts add %s --id %s --config %s=<id>",
-                account_id, key, channel.identity, channel_name, account_id, key,
-            )  # fmt: skip
-    return missing
+        if channel is None or key is None or usable_own_id((config or {}).get(key)):
+            continue
+        unusable.append(account_id)
+        missing = (config or {}).get(key) in (None, "")
+        log.warning(
+            "channel account %s %s; set it: frontdesk accounts add %s --id %s --tenant %s --config %s=<id>",
+            account_id,
+            f"has no {key}, so it takes the webhooks of every {channel.identity} of its Meta app"
+            if missing
+            else f"has a {key} that is not a numeric id, so it ignores every webhook",
+            channel_name, account_id, tenant_id, key,
+        )  # fmt: skip
+    return unusable
 
 
-__all__ = ["CHANNELS", "Channel", "ChannelDeps", "warn_accounts_without_own_id"]
+__all__ = ["CHANNELS", "Channel", "ChannelDeps", "usable_own_id", "warn_accounts_without_own_id"]

@@ -1,0 +1,90 @@
+"""Media later than the readiness gate's timeout: the turn answers its placeholder, and what the
+customer really sent (the transcript, the re-hosted image) still gets a turn of its own, whether
+it lands after that turn or while the turn is being written. Never silence, never twice."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic_ai import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+
+from frontdesk.platform.store.schema import Message
+from harness import make_runtime, message, reply, reply_texts, traces, wait_idle
+
+ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
+PLACEHOLDER = "[voice note: being transcribed]"
+TRANSCRIPT = "[voice note] a quote for 500 cards please"
+
+
+def voice_note(account: str):
+    return message(account, PLACEHOLDER, content_type="voice", status="pending")
+
+
+async def stored(db, message_id: int) -> Message:
+    async with db.read() as session:
+        row = await session.get(Message, message_id)
+        assert row is not None
+        return row
+
+
+async def test_a_transcript_after_the_gate_gave_up_is_answered_in_a_turn_of_its_own(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.3)
+    runtime.runner.start()
+    try:
+        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+        await wait_idle(db, timeout_s=5)
+        assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]  # the gate waited, then went on
+
+        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
+        await wait_idle(db, timeout_s=5)
+        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # a re-run of the media job
+        await wait_idle(db, timeout_s=5)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == [f"got: {PLACEHOLDER}", f"got: {TRANSCRIPT}"]
+    first, second = await traces(db)
+    row = await stored(db, pending.message_id)
+    assert (row.content, row.turn_id) == (TRANSCRIPT, second.id)
+    assert row.meta["answered_as_placeholder_by"] == first.id
+
+
+async def test_a_transcript_that_lands_while_its_placeholder_is_answered_gets_the_next_turn(db):
+    seen: list[list[str]] = []
+    writing, finish = asyncio.Event(), asyncio.Event()
+
+    class Gated:
+        """Holds the first turn mid-generation until the test has made the media ready."""
+
+        name = "gated"
+
+        async def request(self, messages, params):
+            seen.append(_customer_texts(messages))
+            if len(seen) == 1:
+                writing.set()
+                await finish.wait()
+            answer = f"answer {len(seen)}"
+            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": answer}]})])
+
+    runtime, accounts = await make_runtime(db, Gated(), quiet_window_s=0, media_ready_timeout_s=0.3)
+    runtime.runner.start()
+    try:
+        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+        await asyncio.wait_for(writing.wait(), timeout=5)
+        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # committed before the turn's reply
+        finish.set()
+        await wait_idle(db, timeout_s=5)
+    finally:
+        await runtime.runner.stop()
+
+    # The second turn reads the transcript (its own earlier answer is history; the placeholder is not).
+    assert seen == [[PLACEHOLDER], [TRANSCRIPT]]
+    assert await reply_texts(db) == ["answer 1", "answer 2"]
+    first, second = await traces(db)
+    row = await stored(db, pending.message_id)
+    assert (row.turn_id, row.meta["answered_as_placeholder_by"]) == (second.id, first.id)
+
+
+def _customer_texts(messages) -> list[str]:
+    requests = [m for m in messages if isinstance(m, ModelRequest)]
+    return [str(p.content) for m in requests for p in m.parts if isinstance(p, UserPromptPart)]
