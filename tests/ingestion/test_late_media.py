@@ -8,6 +8,7 @@ import asyncio
 
 from pydantic_ai import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
+from frontdesk.humans import hand_off
 from frontdesk.platform.store.schema import Message
 from harness import make_runtime, message, reply, reply_texts, traces, wait_idle
 
@@ -83,6 +84,28 @@ async def test_a_transcript_that_lands_while_its_placeholder_is_answered_gets_th
     first, second = await traces(db)
     row = await stored(db, pending.message_id)
     assert (row.turn_id, row.meta["answered_as_placeholder_by"]) == (second.id, first.id)
+
+
+async def test_a_late_transcript_in_a_thread_a_person_has_taken_is_left_to_them(db):
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.3)
+    runtime.runner.start()
+    try:
+        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+        await wait_idle(db, timeout_s=5)
+        async with db.transaction() as session:  # e.g. the customer asked for a person meanwhile
+            await hand_off(
+                session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
+                reason="asked for a person", run_key="r1", now=runtime.clock.now(),
+            )  # fmt: skip
+        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
+        await wait_idle(db, timeout_s=5)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]  # no courtesy reply over the operator
+    (first,) = await traces(db)
+    row = await stored(db, pending.message_id)
+    assert (row.content, row.turn_id) == (TRANSCRIPT, first.id)  # what the operator reads
 
 
 def _customer_texts(messages) -> list[str]:

@@ -201,6 +201,9 @@ class TurnAssembler:
         late = [m.id for m in batch if m.status == "pending"]
         if not late:
             return
+        ai = await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == batch[0].conversation_id))
+        if not ai:
+            return  # handed off in this very turn: the person reads it in the console
         for message in await session.scalars(select(Message).where(Message.id.in_(late), Message.status == "ready")):
             message.meta = {**(message.meta or {}), "answered_as_placeholder_by": turn_id}
             message.processed_at, message.turn_id = None, None

@@ -232,6 +232,8 @@ class Ingestor:
             if message is None:
                 raise NotFoundError(f"no message {message_id}")
             answered_as_placeholder = message.status == "pending" and message.turn_id is not None
+            if answered_as_placeholder and not await _ai_answers(session, message.conversation_id):
+                answered_as_placeholder = False  # a person has the thread: they read it in the console
             message.status = "ready"
             if text is not None:
                 message.content = text
@@ -242,6 +244,10 @@ class Ingestor:
                 message.processed_at, message.turn_id = None, None
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
+
+
+async def _ai_answers(session: AsyncSession, conversation_id: str) -> bool:
+    return bool(await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == conversation_id)))
 
 
 def _redelivery(message_id: int, conversation_id: str, content: str | None, event: InboundMessage) -> IngestResult:
