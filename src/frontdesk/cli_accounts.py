@@ -148,7 +148,7 @@ async def _refuse_env_twin(session: AsyncSession, tenant_id: str, account_id: st
             raise ConfigError(
                 f"account id {account_id!r} is too like {other!r}: credentials in the environment"
                 f" (FRONTDESK_SECRET__...) ignore case and turn - into _, so the two could read each"
-                f" other's; pick an id that is not the other one plus a suffix"
+                f" other's; pick one that differs by more than case and punctuation, and does not extend the other"
             )
 
 
