@@ -320,6 +320,7 @@ def accounts_add(
                 config=parse_pairs(config or [], "--config"),
                 secrets=parse_pairs(secret or [], "--secret"),
                 now=SystemClock().now(),
+                own_id=CHANNELS[channel].own_id,
             )
         finally:
             await db.dispose()

@@ -15,8 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConfigError
-from frontdesk.ingestion.accounts import credential_name, credential_prefix
-from frontdesk.ingestion.channels import CHANNELS, usable_own_id
+from frontdesk.ingestion.accounts import OwnId, credential_name, credential_prefix
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.platform.vault import Vault, build_vault, env_spelling
@@ -60,13 +59,17 @@ async def upsert_account(
     secrets: Mapping[str, str],
     now: datetime,
     vault: Vault | None = None,
+    own_id: OwnId | None = None,
 ) -> AccountSummary:
     """Create the account, or merge new config and secrets into it (an empty value removes a key).
 
     ``vault``: None means the vault the settings (environment) describe, so no caller can store
     plaintext by forgetting to pass one while a key is configured. With a vault that can seal,
     every secret of the account (new ones and any plaintext left in the legacy column) is sealed
-    in the same transaction as the account row."""
+    in the same transaction as the account row.
+
+    ``own_id``: the channel's (from the registry, which the caller holds): a new account, or an
+    edit of its config, must name it."""
     if vault is None:
         vault = build_vault(db, Settings())
     async with db.transaction() as session:
@@ -89,10 +92,14 @@ async def upsert_account(
         elif account.channel != channel or account.tenant_id != tenant_id:
             raise ConfigError(f"account {account_id!r} is a {account.channel} account of tenant {account.tenant_id}")
         account.config = {k: v for k, v in {**account.config, **config}.items() if v != ""}
-        if created or config:
+        if own_id is not None and (created or config) and own_id.problem(account.config):
             # A new account, or its config edited. (Rotating a credential of an account made
             # before the id was required stays possible; the runtime warns about it at start.)
-            _require_own_id(channel, account.config)
+            raise ConfigError(
+                f"a {channel} account needs --config {own_id.key}=<id>, the numeric id Meta shows for its"
+                f" {own_id.names}: one app secret signs the webhooks of every {own_id.names} of its Meta app,"
+                f" and only {own_id.key} tells this account's apart"
+            )
         merged = {k: str(v) for k, v in {**(account.secrets or {}), **secrets}.items() if v is not None}
         if vault.can_seal:
             for secret, value in merged.items():
@@ -117,23 +124,6 @@ async def upsert_account(
     prefix = credential_prefix(account_id)
     vaulted = [n[len(prefix) :] for n in await vault.names(tenant_id, prefix)]
     return summary(account, vaulted)
-
-
-def _require_own_id(channel: str, config: Mapping[str, object]) -> None:
-    """A channel whose webhook secret is shared across identities needs the one this account
-    answers as: without it, whatever the shared secret signs would be taken as this account's."""
-    spec = CHANNELS.get(channel)
-    key = spec.own_id if spec is not None else None
-    if spec is None or key is None:
-        return
-    value = config.get(key)
-    if value is None:
-        raise ConfigError(
-            f"a {channel} account needs --config {key}=<id>: the app secret signs the webhooks of every"
-            f" {spec.identity} of its Meta app, and only {key} tells this account's apart"
-        )
-    if not usable_own_id(value):
-        raise ConfigError(f"{key} must be the numeric id Meta shows for it, not {str(value)[:40]!r}")
 
 
 async def _refuse_env_twin(session: AsyncSession, tenant_id: str, account_id: str) -> None:

@@ -11,6 +11,7 @@ import pytest
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.demo import seed_demo
 from frontdesk.errors import ConfigError
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.schema import ChannelAccount
 from frontdesk.platform.vault import MasterKeys, Vault, env_name
@@ -30,6 +31,7 @@ async def add(db, account_id, channel, config=None, secrets=None, environ=None):
         secrets=secrets or {},
         now=SystemClock().now(),
         vault=Vault(db, MasterKeys(), environ=environ or {}),
+        own_id=CHANNELS[channel].own_id,  # as ``frontdesk accounts add`` passes it
     )
 
 
@@ -40,7 +42,7 @@ async def test_a_meta_account_must_name_the_id_it_answers_as(db, channel, key):
     await seed_demo(db, SystemClock())
     with pytest.raises(ConfigError, match=f"needs --config {key}=<id>"):
         await add(db, "meta-shop-0001", channel, secrets={"app_secret": "s"})
-    with pytest.raises(ConfigError, match=f"{key} must be the numeric id"):
+    with pytest.raises(ConfigError, match=f"needs --config {key}=<id>, the numeric id"):
         await add(db, "meta-shop-0001", channel, config={key: "my page"})
     async with db.read() as session:
         assert await session.get(ChannelAccount, "meta-shop-0001") is None  # nothing half-made
@@ -92,8 +94,8 @@ async def test_an_account_made_before_the_id_was_required_can_rotate_a_secret_an
     assert sorted(warnings) == [
         "channel account old-page-0001 has no page_id, so it takes the webhooks of every Page of its Meta app;"
         " set it: frontdesk accounts add messenger --id old-page-0001 --tenant demo --config page_id=<id>",
-        "channel account old-wa-0001 has a phone_number_id that is not a numeric id, so it ignores every"
-        " webhook; set it: frontdesk accounts add whatsapp --id old-wa-0001 --tenant demo --config"
+        "channel account old-wa-0001 has a phone_number_id that is not a numeric id ('+1 650 555 1234'), so it"
+        " ignores every webhook; set it: frontdesk accounts add whatsapp --id old-wa-0001 --tenant demo --config"
         " phone_number_id=<id>",
     ]
 

@@ -54,6 +54,32 @@ if not any(isinstance(f, RedactQuerySecrets) for f in _access_log.filters):
     _access_log.addFilter(RedactQuerySecrets())
 
 
+@dataclass(frozen=True)
+class OwnId:
+    """The config key naming the platform identity an account answers as, for a channel whose
+    webhook secret does not name it (one Meta app secret signs every Page and number of the
+    app). The channel registry declares it; ``frontdesk accounts add`` requires it."""
+
+    key: str  # "page_id"
+    names: str  # what it names, for messages: "Page"
+
+    def usable(self, config: Mapping[str, Any]) -> bool:
+        value = config.get(self.key)
+        return value is not None and not isinstance(value, bool) and _NUMERIC_ID.fullmatch(str(value)) is not None
+
+    def problem(self, config: Mapping[str, Any]) -> str | None:
+        """What is wrong with an account whose config is ``config``, or None."""
+        value = config.get(self.key)
+        if value is None or value == "":
+            return f"has no {self.key}, so it takes the webhooks of every {self.names} of its Meta app"
+        if not self.usable(config):
+            return f"has a {self.key} that is not a numeric id ({str(value)[:40]!r}), so it ignores every webhook"
+        return None
+
+
+_NUMERIC_ID = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram account and phone number ids
+
+
 def credential_prefix(account_id: str) -> str:
     return f"channel/{account_id}/"
 

@@ -4,13 +4,13 @@ adapter, renderer, fixtures and README, then one entry here."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import APIRouter
 from sqlalchemy import select
 
+from frontdesk.ingestion.accounts import OwnId
 from frontdesk.ingestion.channels._deps import ChannelDeps
 from frontdesk.ingestion.channels.line.adapter import build_router as line_router
 from frontdesk.ingestion.channels.line.renderer import LineMediaFetcher, LineRenderer
@@ -38,12 +38,11 @@ class Channel:
     router: Callable[[ChannelDeps], APIRouter] | None = None
     # Downloads customer media (``MediaRef``) for the ``prepare_media`` job.
     fetcher: Callable[[ChannelDeps], MediaFetcher] | None = None
-    # The config key naming the platform identity an account answers as, where the webhook's
-    # signing secret does not name it: one Meta app secret signs the webhooks of every Page,
-    # Instagram account and phone number of that app, so only this id keeps another business's
-    # messages out. Telegram (a secret token per bot) and LINE (a secret per channel) need none.
-    own_id: str | None = None
-    identity: str = ""  # what ``own_id`` names, for messages: "Page"
+    # Where the webhook's signing secret does not name the account's platform identity (one Meta
+    # app secret signs every Page, Instagram account and number of the app), the config key that
+    # does: only it keeps another business's messages out. Telegram (a secret token per bot) and
+    # LINE (a secret per channel) need none.
+    own_id: OwnId | None = None
 
 
 CHANNELS: dict[str, Channel] = {
@@ -52,54 +51,41 @@ CHANNELS: dict[str, Channel] = {
     "telegram": Channel("telegram", TelegramRenderer, telegram_router, TelegramMediaFetcher),
     # One router serves both Meta messaging products (``/webhooks/messenger|instagram/{id}``).
     "messenger": Channel(
-        "messenger", MessengerRenderer, meta_messaging_router, MessengerMediaFetcher, own_id="page_id", identity="Page"
+        "messenger", MessengerRenderer, meta_messaging_router, MessengerMediaFetcher, own_id=OwnId("page_id", "Page")
     ),
     "instagram": Channel(
-        "instagram", MessengerRenderer, None, MessengerMediaFetcher, own_id="instagram_id", identity="Instagram account"
+        "instagram", MessengerRenderer, None, MessengerMediaFetcher, own_id=OwnId("instagram_id", "Instagram account")
     ),
     "whatsapp": Channel(
         "whatsapp",
         WhatsAppRenderer,
         whatsapp_router,
         WhatsAppMediaFetcher,
-        own_id="phone_number_id",
-        identity="phone number",
+        own_id=OwnId("phone_number_id", "phone number"),
     ),
     "line": Channel("line", LineRenderer, line_router, LineMediaFetcher),
 }
 
 
-_OWN_ID = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram account and phone number ids
-
-
-def usable_own_id(value: object) -> bool:
-    return value is not None and not isinstance(value, bool) and _OWN_ID.fullmatch(str(value)) is not None
-
-
 async def warn_accounts_without_own_id(db: Database) -> list[str]:
-    """Accounts made before their channel's ``own_id`` was required: without it they take every
-    body their app secret signs; with a malformed one, none. Named at every start until their id
-    is set; returns them."""
+    """Accounts made before their channel's ``own_id`` was required, and not fixed since: named at
+    every start until it is set. Returns them."""
     async with db.read() as session:
         columns = select(ChannelAccount.id, ChannelAccount.tenant_id, ChannelAccount.channel, ChannelAccount.config)
         accounts = (await session.execute(columns)).all()
     unusable = []
     for account_id, tenant_id, channel_name, config in accounts:
         channel = CHANNELS.get(channel_name)
-        key = channel.own_id if channel is not None else None
-        if channel is None or key is None or usable_own_id((config or {}).get(key)):
+        own_id = channel.own_id if channel is not None else None
+        problem = own_id.problem(config or {}) if own_id is not None else None
+        if own_id is None or problem is None:
             continue
         unusable.append(account_id)
-        missing = (config or {}).get(key) in (None, "")
         log.warning(
             "channel account %s %s; set it: frontdesk accounts add %s --id %s --tenant %s --config %s=<id>",
-            account_id,
-            f"has no {key}, so it takes the webhooks of every {channel.identity} of its Meta app"
-            if missing
-            else f"has a {key} that is not a numeric id, so it ignores every webhook",
-            channel_name, account_id, tenant_id, key,
+            account_id, problem, channel_name, account_id, tenant_id, own_id.key,
         )  # fmt: skip
     return unusable
 
 
-__all__ = ["CHANNELS", "Channel", "ChannelDeps", "usable_own_id", "warn_accounts_without_own_id"]
+__all__ = ["CHANNELS", "Channel", "ChannelDeps", "OwnId", "warn_accounts_without_own_id"]
