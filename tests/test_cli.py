@@ -319,8 +319,8 @@ def test_accounts_add_prints_the_webhook_url_and_secret_names_never_their_values
         (["accounts", "add", "telegram", "--id", "bad id!"], "account id 'bad id!'"),
         (["accounts", "add", "line", "--id", "line-00001", "--secret", "token"], "must look like key=value"),
         (["accounts", "add", "line", "--id", "line-00001", "--tenant", "nobody"], "no tenant 'nobody'"),
-        (["accounts", "add", "whatsapp", "--id", "wa-shop-0001"], "needs --config phone_number_id=<id>"),
-        (["accounts", "add", "messenger", "--id", "fb-00001", "--config", "page_id=shop"], "needs --config page_id="),
+        (["accounts", "add", "whatsapp", "--id", "wa-shop-0001"], "give it --config phone_number_id=<id>"),
+        (["accounts", "add", "messenger", "--id", "fb-00001", "--config", "page_id=shop"], "not a numeric id ('shop')"),
     ],
 )
 def test_accounts_add_refuses_bad_input_in_one_line(env, tmp_path, args, problem):

@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.demo import DEMO_WEBCHAT, seed_demo
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.vault import MasterKeys, Vault
@@ -187,6 +188,7 @@ async def prepare_database(env: dict[str, str], database_url: str, platforms: It
                 secrets=platform.secrets,
                 now=clock.now(),
                 vault=vault,
+                own_id=CHANNELS[platform.channel].own_id,
             )
     finally:
         await db.dispose()

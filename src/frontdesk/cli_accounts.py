@@ -59,7 +59,7 @@ async def upsert_account(
     secrets: Mapping[str, str],
     now: datetime,
     vault: Vault | None = None,
-    own_id: OwnId | None = None,
+    own_id: OwnId | None,
 ) -> AccountSummary:
     """Create the account, or merge new config and secrets into it (an empty value removes a key).
 
@@ -68,8 +68,9 @@ async def upsert_account(
     every secret of the account (new ones and any plaintext left in the legacy column) is sealed
     in the same transaction as the account row.
 
-    ``own_id``: the channel's (from the registry, which the caller holds): a new account, or an
-    edit of its config, must name it."""
+    ``own_id``: the channel's, from the registry the caller holds (required, so no caller skips
+    it by forgetting; None for a channel without one): a new account, or an edit of its config,
+    must name it."""
     if vault is None:
         vault = build_vault(db, Settings())
     async with db.transaction() as session:
@@ -92,13 +93,14 @@ async def upsert_account(
         elif account.channel != channel or account.tenant_id != tenant_id:
             raise ConfigError(f"account {account_id!r} is a {account.channel} account of tenant {account.tenant_id}")
         account.config = {k: v for k, v in {**account.config, **config}.items() if v != ""}
-        if own_id is not None and (created or config) and own_id.problem(account.config):
+        problem = own_id.problem(account.config) if own_id is not None and (created or config) else None
+        if own_id is not None and problem is not None:
             # A new account, or its config edited. (Rotating a credential of an account made
             # before the id was required stays possible; the runtime warns about it at start.)
             raise ConfigError(
-                f"a {channel} account needs --config {own_id.key}=<id>, the numeric id Meta shows for its"
-                f" {own_id.names}: one app secret signs the webhooks of every {own_id.names} of its Meta app,"
-                f" and only {own_id.key} tells this account's apart"
+                f"this {channel} account {problem}: give it --config {own_id.key}=<id>, the numeric id Meta"
+                f" shows for its {own_id.names} (one app secret signs the webhooks of every {own_id.names}"
+                f" of a Meta app, and only {own_id.key} tells this account's apart)"
             )
         merged = {k: str(v) for k, v in {**(account.secrets or {}), **secrets}.items() if v is not None}
         if vault.can_seal:

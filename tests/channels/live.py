@@ -16,6 +16,7 @@ from sqlalchemy import select
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.demo import seed_demo
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.output.blocks import Block
 from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway
@@ -89,6 +90,7 @@ async def live_channel(
             secrets=secrets,
             now=runtime.clock.now(),
             vault=runtime.channel_deps.accounts.vault,  # sealed when the settings carry a vault key
+            own_id=CHANNELS[channel].own_id,
         )
         try:
             async with serve(create_app(runtime)) as base_url, client(base_url) as http:

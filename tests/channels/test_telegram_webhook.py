@@ -348,6 +348,7 @@ async def test_the_bot_token_never_reaches_a_log_line(db, tmp_path, caplog):
 
 async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_businesss_thread(db, tmp_path):
     from frontdesk.cli_accounts import upsert_account
+    from frontdesk.ingestion.channels import CHANNELS
     from frontdesk.platform.store.schema import Conversation, Tenant
 
     async with telegram(db, tmp_path) as live:
@@ -367,6 +368,7 @@ async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_bu
             secrets={"bot_token": TOKEN, "webhook_secret": "rival-secret"},
             now=live.runtime.clock.now(),
             vault=live.runtime.channel_deps.accounts.vault,
+            own_id=CHANNELS["telegram"].own_id,
         )
         ours = await post(live, "message__text.json")
         # This business's secret on the rival's URL, and the rival's secret on ours: both refused.

@@ -35,6 +35,7 @@ from snapshot import fixtures
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.demo import seed_demo
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import upgrade
@@ -152,6 +153,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 config={"api_base_url": "http://127.0.0.1:9", **OWN_IDS.get(hook.account_id, {})},
                 secrets=hook.secrets,
                 now=clock.now(),
+                own_id=CHANNELS[hook.channel].own_id,
             )
         await db.dispose()
 

@@ -34,6 +34,7 @@ from sqlalchemy import text
 from conftest import BACKENDS, CANARY_MARK
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import upsert_account
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Base
 from frontdesk.runtime import Runtime
@@ -239,6 +240,7 @@ async def _build(database_url: str, media_dir: Path, settings_: dict[str, Any]) 
             secrets=secrets,
             now=runtime.clock.now(),
             vault=runtime.channel_deps.accounts.vault,
+            own_id=CHANNELS[channel].own_id,
         )
     return runtime, create_app(runtime, run_workers=False)
 

@@ -40,16 +40,16 @@ async def add(db, account_id, channel, config=None, secrets=None, environ=None):
 )
 async def test_a_meta_account_must_name_the_id_it_answers_as(db, channel, key):
     await seed_demo(db, SystemClock())
-    with pytest.raises(ConfigError, match=f"needs --config {key}=<id>"):
+    with pytest.raises(ConfigError, match=f"account has no {key}: give it --config {key}=<id>, the numeric id"):
         await add(db, "meta-shop-0001", channel, secrets={"app_secret": "s"})
-    with pytest.raises(ConfigError, match=f"needs --config {key}=<id>, the numeric id"):
+    with pytest.raises(ConfigError, match=f"has a {key} that is not a numeric id \\('my page'\\)"):
         await add(db, "meta-shop-0001", channel, config={key: "my page"})
     async with db.read() as session:
         assert await session.get(ChannelAccount, "meta-shop-0001") is None  # nothing half-made
 
     saved = await add(db, "meta-shop-0001", channel, config={key: "104857392016485"}, secrets={"app_secret": "s"})
     assert saved.config == {key: "104857392016485"}
-    with pytest.raises(ConfigError, match=f"needs --config {key}"):  # nor can an edit remove it
+    with pytest.raises(ConfigError, match=f"has no {key}"):  # nor can an edit remove it
         await add(db, "meta-shop-0001", channel, config={key: ""})
     async with db.read() as session:
         kept = await session.get(ChannelAccount, "meta-shop-0001")

@@ -12,6 +12,7 @@ from frontdesk.cli_accounts import parse_pairs, upsert_account
 from frontdesk.demo import seed_demo
 from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.ingestion.accounts import AccountDirectory, Credentials, same_secret, seal_plaintext_secrets
+from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.schema import ChannelAccount
 from frontdesk.platform.vault import MasterKeys, Vault
@@ -47,6 +48,7 @@ async def test_accounts_are_created_merged_and_looked_up_by_channel(db):
         secrets={"bot_token": "42:abc", "webhook_secret": "s1"},
         now=clock.now(),
         vault=keyless,
+        own_id=CHANNELS["telegram"].own_id,
     )
     assert saved.secret_names == ("bot_token", "webhook_secret")
     assert "42:abc" not in repr(saved)
@@ -60,6 +62,7 @@ async def test_accounts_are_created_merged_and_looked_up_by_channel(db):
         secrets={"webhook_secret": "s2", "bot_token": ""},
         now=clock.now(),
         vault=keyless,
+        own_id=CHANNELS["telegram"].own_id,
     )
     assert again.secret_names == ("webhook_secret",)  # an empty value removes a secret
 
@@ -77,6 +80,7 @@ async def test_accounts_are_created_merged_and_looked_up_by_channel(db):
             config={},
             secrets={},
             now=clock.now(),
+            own_id=CHANNELS["line"].own_id,
         )
 
 
@@ -102,6 +106,7 @@ async def add(db, vault, secrets, account_id="tg-shop-0001"):
         secrets=secrets,
         now=SystemClock().now(),
         vault=vault,
+        own_id=CHANNELS["telegram"].own_id,
     )
 
 

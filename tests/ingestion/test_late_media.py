@@ -108,6 +108,29 @@ async def test_a_late_transcript_in_a_thread_a_person_has_taken_is_left_to_them(
     assert (row.content, row.turn_id) == (TRANSCRIPT, first.id)  # what the operator reads
 
 
+async def test_late_media_reopened_and_then_handed_off_gets_no_courtesy_reply(db):
+    """A hand-off after the media was opened again but before its turn ran: the customer had an
+    answer to the placeholder already, so the person's thread gets no courtesy reply on top."""
+    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0.5, media_ready_timeout_s=0.3)
+    runtime.runner.start()
+    try:
+        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+        await wait_idle(db, timeout_s=5)
+        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # its turn waits out the window
+        async with db.transaction() as session:
+            await hand_off(
+                session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
+                reason="asked for a person", run_key="r2", now=runtime.clock.now(),
+            )  # fmt: skip
+        await wait_idle(db, timeout_s=5)
+    finally:
+        await runtime.runner.stop()
+
+    assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]
+    row = await stored(db, pending.message_id)
+    assert (row.content, row.processed_at is not None) == (TRANSCRIPT, True)  # seen, left to the person
+
+
 def _customer_texts(messages) -> list[str]:
     requests = [m for m in messages if isinstance(m, ModelRequest)]
     return [str(p.content) for m in requests for p in m.parts if isinstance(p, UserPromptPart)]

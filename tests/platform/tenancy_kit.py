@@ -46,6 +46,7 @@ from frontdesk.cli_accounts import upsert_account
 from frontdesk.cli_operators import add_operator
 from frontdesk.humans.notifications.subscriptions import add_webhook, subscribe
 from frontdesk.humans.tasks import open_task
+from frontdesk.ingestion.channels import CHANNELS as REGISTRY
 from frontdesk.platform.ids import TenantId
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.engine import Database
@@ -348,6 +349,7 @@ async def _open_shop(runtime: Runtime, shop: Shop, doubles: Doubles) -> None:
             secrets=shop.secrets(channel),
             now=now,
             vault=runtime.channel_deps.accounts.vault,
+            own_id=REGISTRY[channel].own_id,
         )
     await add_operator(
         runtime.db,

@@ -68,13 +68,19 @@ class OwnId:
         return value is not None and not isinstance(value, bool) and _NUMERIC_ID.fullmatch(str(value)) is not None
 
     def problem(self, config: Mapping[str, Any]) -> str | None:
-        """What is wrong with an account whose config is ``config``, or None."""
+        """What is wrong with ``config``, as "has no page_id", or None."""
         value = config.get(self.key)
         if value is None or value == "":
-            return f"has no {self.key}, so it takes the webhooks of every {self.names} of its Meta app"
+            return f"has no {self.key}"
         if not self.usable(config):
-            return f"has a {self.key} that is not a numeric id ({str(value)[:40]!r}), so it ignores every webhook"
+            return f"has a {self.key} that is not a numeric id ({str(value)[:40]!r})"
         return None
+
+    def consequence(self, config: Mapping[str, Any]) -> str:
+        """What an account stored with ``config`` does with webhooks, for a ``problem``."""
+        if config.get(self.key) in (None, ""):
+            return f"it takes the webhooks of every {self.names} of its Meta app"
+        return "it ignores every webhook"
 
 
 _NUMERIC_ID = re.compile(r"[0-9]{1,30}")  # Meta's Page, Instagram account and phone number ids

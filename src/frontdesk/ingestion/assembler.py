@@ -24,7 +24,7 @@ from sqlalchemy import and_, exists, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
-from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, queue_turn
+from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, arrived, queue_turn, reopen_late_media, reopened
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer
@@ -169,7 +169,8 @@ class TurnAssembler:
         if thread is None:
             return None
         if not thread.conversation.ai_enabled:
-            if await self._handed_off_while_answering(conversation_id, rows[0]):
+            fresh = [r for r in rows if not reopened(r)]  # late media was answered once already
+            if fresh and await self._handed_off_while_answering(conversation_id, fresh[0]):
                 # The hand-off committed but the turn's reply did not (a crash, a lost lease):
                 # these rows still get the courtesy reply, never silence.
                 return thread, rows, {"courtesy_after_handoff": True}
@@ -177,10 +178,11 @@ class TurnAssembler:
             return None
         timing = self._timing
         now = self._clock.now()
-        quiet = (settled - rows[-1].created_at).total_seconds() >= timing.quiet_window_s
-        capped = (settled - rows[0].created_at).total_seconds() >= timing.quiet_window_cap_s
-        silent_s = (now - rows[-1].created_at).total_seconds()
-        waited_s = (now - rows[0].created_at).total_seconds()
+        first, last = min(map(arrived, rows)), max(map(arrived, rows))
+        quiet = (settled - last).total_seconds() >= timing.quiet_window_s
+        capped = (settled - first).total_seconds() >= timing.quiet_window_cap_s
+        silent_s = (now - last).total_seconds()
+        waited_s = (now - first).total_seconds()
         if not quiet and not capped:
             # Come back when the window closes; at once if it has closed since ``settled`` (the
             # next run settles afresh).
@@ -205,8 +207,7 @@ class TurnAssembler:
         if not ai:
             return  # handed off in this very turn: the person reads it in the console
         for message in await session.scalars(select(Message).where(Message.id.in_(late), Message.status == "ready")):
-            message.meta = {**(message.meta or {}), "answered_as_placeholder_by": turn_id}
-            message.processed_at, message.turn_id = None, None
+            reopen_late_media(message, turn_id, self._clock.now())
 
     async def _thread(self, conversation_id: str) -> _Thread | None:
         async with self._db.read() as session:
@@ -319,7 +320,7 @@ class TurnAssembler:
                 else:
                     run = await self._agent.generate(turn)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
-            waited_s = (self._clock.now() - batch[0].created_at).total_seconds()
+            waited_s = (self._clock.now() - min(map(arrived, batch))).total_seconds()
             # The wait counts the quiet window and any queue, so a backlog alone must not turn the
             # first failure into the hold message: the first attempt is always retried.
             within_budget = attempt.number == 1 or waited_s < self._timing.model_outage_budget_s

@@ -7,6 +7,7 @@ idempotency: a redelivered message finds its earlier row and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -237,13 +238,32 @@ class Ingestor:
             message.status = "ready"
             if text is not None:
                 message.content = text
-            if meta_updates or answered_as_placeholder:
-                late = {"answered_as_placeholder_by": message.turn_id} if answered_as_placeholder else {}
-                message.meta = {**(message.meta or {}), **(meta_updates or {}), **late}
-            if answered_as_placeholder:
-                message.processed_at, message.turn_id = None, None
+            if meta_updates:
+                message.meta = {**(message.meta or {}), **meta_updates}
+            if answered_as_placeholder and message.turn_id is not None:
+                reopen_late_media(message, message.turn_id, self._clock.now())
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
+
+
+def reopen_late_media(message: Message, answered_by: int, now: datetime) -> None:
+    """Give media that a turn answered as its placeholder a turn of its own: unanswered again,
+    and (``arrived``) arrived now, so the quiet window, the cap and the outage budget count from
+    here and not from the placeholder's arrival."""
+    message.meta = {**(message.meta or {}), "answered_as_placeholder_by": answered_by, "reopened_at": now.isoformat()}
+    message.processed_at, message.turn_id = None, None
+
+
+def arrived(message: Message) -> datetime:
+    """When ``message`` became the customer's to be answered: its arrival, or the moment late
+    media was opened again (``reopen_late_media``)."""
+    reopened = (message.meta or {}).get("reopened_at")
+    return datetime.fromisoformat(reopened) if isinstance(reopened, str) else message.created_at
+
+
+def reopened(message: Message) -> bool:
+    """Late media a turn already answered as its placeholder."""
+    return "reopened_at" in (message.meta or {})
 
 
 async def _ai_answers(session: AsyncSession, conversation_id: str) -> bool:

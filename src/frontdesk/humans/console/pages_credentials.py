@@ -133,6 +133,7 @@ async def _store_plaintext(
         secrets={form.name: form.value},
         now=now,
         vault=vault,
+        own_id=None,  # a credential only: the account's config, and so its id, is not touched
     )
     async with deps.db.transaction() as session:
         audit(

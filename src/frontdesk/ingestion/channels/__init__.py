@@ -82,8 +82,8 @@ async def warn_accounts_without_own_id(db: Database) -> list[str]:
             continue
         unusable.append(account_id)
         log.warning(
-            "channel account %s %s; set it: frontdesk accounts add %s --id %s --tenant %s --config %s=<id>",
-            account_id, problem, channel_name, account_id, tenant_id, own_id.key,
+            "channel account %s %s, so %s; set it: frontdesk accounts add %s --id %s --tenant %s --config %s=<id>",
+            account_id, problem, own_id.consequence(config or {}), channel_name, account_id, tenant_id, own_id.key,
         )  # fmt: skip
     return unusable
 
