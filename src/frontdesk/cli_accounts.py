@@ -93,10 +93,9 @@ async def upsert_account(
         elif account.channel != channel or account.tenant_id != tenant_id:
             raise ConfigError(f"account {account_id!r} is a {account.channel} account of tenant {account.tenant_id}")
         account.config = {k: v for k, v in {**account.config, **config}.items() if v != ""}
-        problem = own_id.problem(account.config) if own_id is not None and (created or config) else None
-        if own_id is not None and problem is not None:
-            # A new account, or its config edited. (Rotating a credential of an account made
-            # before the id was required stays possible; the runtime warns about it at start.)
+        # A new account, or its config edited. (Rotating a credential of an account made before
+        # the id was required stays possible; the runtime warns about it at start.)
+        if own_id is not None and (created or config) and (problem := own_id.problem(account.config)):
             raise ConfigError(
                 f"this {channel} account {problem}: give it --config {own_id.key}=<id>, the numeric id Meta"
                 f" shows for its {own_id.names} (one app secret signs the webhooks of every {own_id.names}"

@@ -63,16 +63,12 @@ class OwnId:
     key: str  # "page_id"
     names: str  # what it names, for messages: "Page"
 
-    def usable(self, config: Mapping[str, Any]) -> bool:
-        value = config.get(self.key)
-        return value is not None and not isinstance(value, bool) and _NUMERIC_ID.fullmatch(str(value)) is not None
-
     def problem(self, config: Mapping[str, Any]) -> str | None:
         """What is wrong with ``config``, as "has no page_id", or None."""
         value = config.get(self.key)
         if value is None or value == "":
             return f"has no {self.key}"
-        if not self.usable(config):
+        if isinstance(value, bool) or not _NUMERIC_ID.fullmatch(str(value)):
             return f"has a {self.key} that is not a numeric id ({str(value)[:40]!r})"
         return None
 

@@ -24,7 +24,14 @@ from sqlalchemy import and_, exists, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
-from frontdesk.ingestion.ingest import CONVERSATION_JOB_KEY_PREFIX, arrived, queue_turn, reopen_late_media, reopened
+from frontdesk.ingestion.ingest import (
+    CONVERSATION_JOB_KEY_PREFIX,
+    ai_answers,
+    arrived,
+    queue_turn,
+    reopen_late_media,
+    reopened,
+)
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.blocks import blocks_adapter, text_blocks
 from frontdesk.output.delivery import Deliverer
@@ -201,11 +208,8 @@ class TurnAssembler:
         ready by now was answered as its placeholder: open it again for a turn that reads it.
         ``Ingestor.mark_ready`` does the same when it lands after this commit."""
         late = [m.id for m in batch if m.status == "pending"]
-        if not late:
-            return
-        ai = await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == batch[0].conversation_id))
-        if not ai:
-            return  # handed off in this very turn: the person reads it in the console
+        if not late or not await ai_answers(session, batch[0].conversation_id):
+            return  # (handed off in this very turn: the person reads it in the console)
         for message in await session.scalars(select(Message).where(Message.id.in_(late), Message.status == "ready")):
             reopen_late_media(message, turn_id, self._clock.now())
 
@@ -425,8 +429,7 @@ class TurnAssembler:
             return False
         if run.state is not None and any(event == "handoff_triggered" for event, _ in run.state.turn_events()):
             return False
-        enabled = await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == conversation_id))
-        return enabled is False
+        return not await ai_answers(session, conversation_id)
 
     # -- crash recovery
 

@@ -232,16 +232,18 @@ class Ingestor:
             message = await session.get(Message, message_id, with_for_update=True, populate_existing=True)
             if message is None:
                 raise NotFoundError(f"no message {message_id}")
-            answered_as_placeholder = message.status == "pending" and message.turn_id is not None
-            if answered_as_placeholder and not await _ai_answers(session, message.conversation_id):
-                answered_as_placeholder = False  # a person has the thread: they read it in the console
+            # A turn already answered it as its placeholder; unless a person has the thread now
+            # (they read it in the console), it gets a turn of its own.
+            answered_by = message.turn_id if message.status == "pending" else None
+            if answered_by is not None and not await ai_answers(session, message.conversation_id):
+                answered_by = None
             message.status = "ready"
             if text is not None:
                 message.content = text
             if meta_updates:
                 message.meta = {**(message.meta or {}), **meta_updates}
-            if answered_as_placeholder and message.turn_id is not None:
-                reopen_late_media(message, message.turn_id, self._clock.now())
+            if answered_by is not None:
+                reopen_late_media(message, answered_by, self._clock.now())
             await queue_turn(self._queue, session, message.conversation_id)
         self._queue.notify()
 
@@ -266,7 +268,8 @@ def reopened(message: Message) -> bool:
     return "reopened_at" in (message.meta or {})
 
 
-async def _ai_answers(session: AsyncSession, conversation_id: str) -> bool:
+async def ai_answers(session: AsyncSession, conversation_id: str) -> bool:
+    """The AI answers this conversation (no person has taken it), as of this transaction."""
     return bool(await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == conversation_id)))
 
 

@@ -75,10 +75,8 @@ async def warn_accounts_without_own_id(db: Database) -> list[str]:
         accounts = (await session.execute(columns)).all()
     unusable = []
     for account_id, tenant_id, channel_name, config in accounts:
-        channel = CHANNELS.get(channel_name)
-        own_id = channel.own_id if channel is not None else None
-        problem = own_id.problem(config or {}) if own_id is not None else None
-        if own_id is None or problem is None:
+        own_id = CHANNELS[channel_name].own_id if channel_name in CHANNELS else None
+        if own_id is None or (problem := own_id.problem(config or {})) is None:
             continue
         unusable.append(account_id)
         log.warning(
