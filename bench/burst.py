@@ -163,6 +163,7 @@ def server_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTDESK_")}
     env.update(
         FRONTDESK_DATABASE_URL=args.database_url,
+        FRONTDESK_DEMO_DATABASE_URL=args.database_url,  # `frontdesk demo` runs in its own database
         FRONTDESK_MODEL_CHAT=f"script:{script}",
         FRONTDESK_QUIET_WINDOW_S=str(args.quiet_window),
         FRONTDESK_MEDIA_DIR=str(tmp / "media"),

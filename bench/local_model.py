@@ -135,7 +135,7 @@ async def run(args: argparse.Namespace) -> int:
             await asyncio.to_thread(client.load)
             load_s = time.perf_counter() - started
         await upgrade(runtime.db)
-        accounts = await seed_demo(runtime.db, runtime.clock)
+        accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
         runtime.runner.start()
         rows: list[dict[str, Any]] = []
         try:

@@ -33,8 +33,8 @@ from frontdesk.runtime import Runtime
 def naive_schema_tokens() -> int:
     """Every tool of the print-shop pack plus `reply`, as a naive loader would send each turn."""
     db = Database.from_url("sqlite+aiosqlite:///:memory:")
-    tools = PACKS["printshop"].build_tools(PackDeps(db, SystemClock(), "http://bench/media"))
-    catalog = ToolPolicyCatalog(tools, PACKS["printshop"].policies, discovery_domains=())
+    tools = PACKS["catalog"].build_tools(PackDeps(db, SystemClock(), "http://bench/media"))
+    catalog = ToolPolicyCatalog(tools, PACKS["catalog"].policies, discovery_domains=())
     budget = BudgetConfig().for_model("openai:gpt-4o-mini")
     return budget.schema_tokens([*(t.definition() for t in catalog.tools), reply_tool_definition()])
 

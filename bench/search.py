@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frontdesk.capabilities.search import SearchIndex
-from frontdesk.packs.printshop.catalog import COLLECTION, documents
+from frontdesk.demo import demo_documents as documents
+from frontdesk.packs.catalog.items import COLLECTION
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.models.embeddings import build_embedder
 from frontdesk.platform.store.engine import Database

@@ -165,7 +165,7 @@ async def run_backend(name: str, database_url: str, args: argparse.Namespace) ->
     runtime = Runtime.build(bench_settings(database_url, args), gateway=zero_gateway(), db=db)
     monitor = monitor_engine(database_url)
     try:
-        accounts = await seed_demo(db, runtime.clock)
+        accounts = await seed_demo(db, runtime.clock, runtime.channel_deps.media)
         account = accounts.terminal_id
         run = secrets.token_hex(3)
         counter = 0

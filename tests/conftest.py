@@ -39,6 +39,12 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+@pytest.fixture(autouse=True)
+def _own_media_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's media store (catalog photos, customer media) is its own directory, never ./media."""
+    monkeypatch.setenv("FRONTDESK_MEDIA_DIR", str(tmp_path / "media"))
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file, copied for each test (migrating per test is slow)."""

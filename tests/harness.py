@@ -8,12 +8,13 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from frontdesk.demo import DemoAccounts, seed_demo
+from frontdesk.demo import DEMO_BUSINESS, DEMO_TENANT, DemoAccounts, seed_demo
 from frontdesk.ingestion.events import InboundMessage
+from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, PydanticAIClient
 from frontdesk.platform.models.script import Script, script_model
 from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import Job, Message, Receipt, TurnTrace
+from frontdesk.platform.store.schema import Job, Message, Receipt, Tenant, TurnTrace
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 
@@ -44,7 +45,7 @@ async def make_runtime(
     runtime = Runtime.build(
         Settings(**{**FAST, **settings}), gateway=ModelGateway.with_clients({"chat": client}), db=db
     )
-    accounts = await seed_demo(db, runtime.clock)
+    accounts = await seed_demo(db, runtime.clock, runtime.channel_deps.media)
     return runtime, accounts
 
 
@@ -72,6 +73,38 @@ async def converse(db: Database, script: dict[str, Any], *turns: tuple[str, str]
     finally:
         await runtime.runner.stop()
     return conversations
+
+
+async def demo_prefix(db: Database, policy: dict[str, Any] | None = None, *, compact: bool = False) -> str:
+    """The demo tenant's static prompt prefix as the agent builds it: the pack's defaults under
+    what the tenant's own data adds, under its stored policy (or ``policy``)."""
+    from frontdesk.context.identity import merge_policy, static_prefix
+    from frontdesk.packs import PackDeps
+    from frontdesk.packs.catalog import PACK
+
+    assert PACK.tenant_data is not None
+    data = await PACK.tenant_data(PackDeps(db, SystemClock(), ""), DEMO_TENANT)
+    if policy is None:
+        async with db.read() as session:
+            tenant = await session.get(Tenant, DEMO_TENANT)
+            assert tenant is not None
+            policy = dict(tenant.policy)
+    merged = merge_policy({**PACK.default_policy, **data.policy_defaults}, policy)
+    playbook = f"{PACK.playbook}\n{data.playbook_lines}"
+    compact_playbook = f"{PACK.compact_playbook}\n{data.playbook_lines}"
+    return static_prefix(DEMO_BUSINESS, merged, playbook, compact=compact, compact_playbook=compact_playbook)
+
+
+def demo_photo_url(photo_id: str, public_url: str) -> str:
+    """The URL the catalog tools give for one of the demo's photos (its id and content hash)."""
+    from frontdesk.business import Photo
+    from frontdesk.demo import demo_business_file
+    from frontdesk.platform.media import media_key
+
+    loaded = next(p for item in demo_business_file().items for p in item.photos if p.id == photo_id)
+    key = media_key(DEMO_TENANT, loaded.data, loaded.mime_type)
+    photo = Photo(id=photo_id, media_key=key, mime_type=loaded.mime_type)
+    return f"{public_url}/media/catalog/{DEMO_TENANT}/{photo.file_name}"
 
 
 async def count(db: Database, model: Any, *where: Any) -> int:

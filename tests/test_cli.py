@@ -33,6 +33,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     return {
         **clean,
         "FRONTDESK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'x.db'}",
+        "FRONTDESK_DEMO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'demo.db'}",
         "FRONTDESK_CONFIG": "/nonexistent/frontdesk.toml",
         "FRONTDESK_DEMO_LOCAL_MODEL": "false",  # the scripted demo: these tests are about the CLI, not a model
         "PYTHONUNBUFFERED": "1",
@@ -200,7 +201,7 @@ def test_chat_keeps_the_conversation_across_messages(env, tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"agent> {GREETING}" in result.stdout
     assert "agent> You're welcome!" in result.stdout
-    with sqlite3.connect(tmp_path / "x.db") as conn:
+    with sqlite3.connect(tmp_path / "demo.db") as conn:
         roles = [r for (r,) in conn.execute("SELECT role FROM messages ORDER BY id")]
         conversations = conn.execute("SELECT count(*) FROM conversations").fetchone()[0]
     assert (roles, conversations) == (["user", "assistant", "user", "assistant"], 1)
@@ -216,7 +217,7 @@ def test_chat_after_a_hand_off_says_a_person_has_the_conversation_instead_of_wai
     assert "agent> Of course. I've asked a person" in result.stdout
     assert result.stdout.rstrip().endswith("your message is saved for them)")
     assert time.monotonic() - started < 30  # not the 70 s wait for a reply that cannot come
-    with sqlite3.connect(tmp_path / "x.db") as conn:
+    with sqlite3.connect(tmp_path / "demo.db") as conn:
         ai_enabled = conn.execute("SELECT ai_enabled FROM conversations").fetchone()[0]
         kinds = [k for (k,) in conn.execute("SELECT kind FROM tasks")]
     assert (ai_enabled, kinds) == (0, ["handoff"])
@@ -240,6 +241,9 @@ def test_demo_serves_the_web_chat_and_prints_its_url(env, tmp_path):
     assert "Traceback" not in output
     assert code in STOPPED_BY_SIGTERM, output
     assert "Application shutdown complete" in output
+    # The demo lives in its own database: the business database was never touched.
+    assert "tenants" in tables(tmp_path / "demo.db")
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_ctrl_c_stops_the_demo_without_a_traceback(env, tmp_path):
@@ -297,10 +301,19 @@ def head_revision() -> str:
     return head
 
 
-def test_accounts_add_prints_the_webhook_url_and_secret_names_never_their_values(env, tmp_path):
+@pytest.fixture
+def shop(env, tmp_path) -> str:
+    """A migrated business database with one tenant, made with the documented commands."""
+    assert frontdesk("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
+    added = frontdesk("tenants", "add", "shop", "--name", "The Shop", env=env, cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    return "shop"
+
+
+def test_accounts_add_prints_the_webhook_url_and_secret_names_never_their_values(env, tmp_path, shop):
     env = {**env, "FRONTDESK_PUBLIC_URL": "https://shop.example"}
     added = frontdesk(
-        "accounts", "add", "telegram", "--id", "tg-shop-0001", "--config", "bot_id=42",
+        "accounts", "add", "telegram", "--id", "tg-shop-0001", "--tenant", shop, "--config", "bot_id=42",
         "--secret", "bot_token=42:VERY-SECRET", "--secret", "webhook_secret=hush-hush",
         env=env, cwd=tmp_path,
     )  # fmt: skip
@@ -310,21 +323,35 @@ def test_accounts_add_prints_the_webhook_url_and_secret_names_never_their_values
     assert "secrets set: bot_token, webhook_secret" in added.stdout
     assert "VERY-SECRET" not in added.stdout + added.stderr
     assert "hush-hush" not in added.stdout + added.stderr
+    # Nothing of the demo came with it: one tenant, one account, no web chat open to the world.
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        assert [t for (t,) in conn.execute("SELECT id FROM tenants")] == ["shop"]
+        assert [a for (a,) in conn.execute("SELECT id FROM channel_accounts")] == ["tg-shop-0001"]
+
+
+def test_accounts_add_on_a_database_without_schema_says_to_run_db_upgrade(env, tmp_path):
+    result = frontdesk("accounts", "add", "webchat", "--id", "shop-chat-01", "--tenant", "shop", env=env, cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert error_lines(result.stderr) == ["error: the database has no schema: run `frontdesk db upgrade` first"]
 
 
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        (["accounts", "add", "fax", "--id", "fax-00001"], "unknown channel 'fax'"),
-        (["accounts", "add", "telegram", "--id", "bad id!"], "account id 'bad id!'"),
-        (["accounts", "add", "line", "--id", "line-00001", "--secret", "token"], "must look like key=value"),
-        (["accounts", "add", "line", "--id", "line-00001", "--tenant", "nobody"], "no tenant 'nobody'"),
-        (["accounts", "add", "whatsapp", "--id", "wa-shop-0001"], "give it --config phone_number_id=<id>"),
-        (["accounts", "add", "messenger", "--id", "fb-00001", "--config", "page_id=shop"], "not a numeric id ('shop')"),
+        (["fax", "--id", "fax-00001", "--tenant", "shop"], "unknown channel 'fax'"),
+        (["telegram", "--id", "bad id!", "--tenant", "shop"], "account id 'bad id!'"),
+        (["line", "--id", "line-00001", "--tenant", "shop", "--secret", "token"], "must look like key=value"),
+        (["line", "--id", "line-00001", "--tenant", "nobody"], "no tenant 'nobody'"),
+        (["whatsapp", "--id", "wa-shop-0001", "--tenant", "shop"], "give it --config phone_number_id=<id>"),
+        (
+            ["messenger", "--id", "fb-00001", "--tenant", "shop", "--config", "page_id=shop"],
+            "not a numeric id ('shop')",
+        ),
     ],
 )
-def test_accounts_add_refuses_bad_input_in_one_line(env, tmp_path, args, problem):
-    result = frontdesk(*args, env=env, cwd=tmp_path)
+def test_accounts_add_refuses_bad_input_in_one_line(env, tmp_path, shop, args, problem):
+    result = frontdesk("accounts", "add", *args, env=env, cwd=tmp_path)
 
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
@@ -337,3 +364,12 @@ def test_replaying_a_receipt_that_does_not_exist_is_a_one_line_error(env, tmp_pa
 
     assert result.returncode == 1
     assert error_lines(result.stderr) == ["error: no receipt 999"]
+
+
+def test_tenants_add_refuses_a_bad_value_with_exit_code_2_in_one_line(env, tmp_path):
+    assert frontdesk("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
+    result = frontdesk("tenants", "add", "hoa-mai", "--name", "Hoa Mai", "--timezone", "Saigon", env=env, cwd=tmp_path)
+
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert line.startswith("error: time zone 'Saigon' is not an IANA time zone")

@@ -77,6 +77,12 @@ def test_no_module_between_ingestion_and_rendering_imports_a_channel():
         ("frontdesk.platform", "frontdesk.context"),
         ("frontdesk.platform", "frontdesk.packs"),
         ("frontdesk.platform", "frontdesk.humans"),
+        ("frontdesk.platform", "frontdesk.business"),
+        # A tenant's business data stands on the platform alone: packs and the console read it.
+        *(
+            ("frontdesk.business", f"frontdesk.{layer}")
+            for layer in ("packs", "humans", "reasoning", "ingestion", "capabilities", "context", "verification")
+        ),
     ],
 )
 def test_layer_does_not_import_the_layer_above(importer, forbidden):

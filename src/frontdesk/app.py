@@ -10,10 +10,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from frontdesk import __version__
+from frontdesk.business import BusinessStore
 from frontdesk.errors import (
     AuthError,
     ConflictError,
@@ -31,13 +32,14 @@ from frontdesk.platform.media import stored_key
 from frontdesk.platform.observability import Observability, ObservabilityMiddleware, check_readiness
 from frontdesk.platform.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from frontdesk.platform.store.engine import UNAVAILABLE_ERRORS
-from frontdesk.runtime import Runtime
+from frontdesk.runtime import CATALOG_PHOTOS_PATH, Runtime
 
 log = logging.getLogger(__name__)
 # What a 503 asks a sender to wait: long enough for a failover or a restart to finish, short
 # enough that a platform's redelivery (Telegram, Meta and LINE all retry a 5xx) comes soon.
 UNAVAILABLE_RETRY_AFTER_S = 5
-_MEDIA_FILE = re.compile(r"[a-z0-9][a-z0-9-]{0,80}\.(?:png|jpe?g|webp)")
+# ``<photo id>-<8 hex of its content hash>.<ext>``: the hash only makes a replaced photo a new URL.
+_PHOTO_FILE = re.compile(r"(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)-[0-9a-f]{8}\.[a-z0-9]{1,5}")
 
 
 def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Observability | None = None) -> FastAPI:
@@ -76,19 +78,27 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
                 runtime.agent_packs,  # the same dict: MCP packs joining at start are seen too
                 vault=runtime.channel_deps.accounts.vault,
                 settings=runtime.settings,
-                media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()},
+                media=runtime.channel_deps.media,
                 compact_prompt=runtime.compact_prompt,
             )
         )
     )
 
-    @app.get("/media/packs/{pack}/{file}", tags=["media"], include_in_schema=False)
-    async def pack_media(pack: str, file: str) -> FileResponse:
-        """Photos shipped with a business pack (the URLs its tools return)."""
-        known = runtime.packs.get(pack)
-        if known is None or not _MEDIA_FILE.fullmatch(file) or not (known.media_dir / file).is_file():
-            raise NotFoundError(f"no media {pack}/{file}")
-        return FileResponse(known.media_dir / file, headers={"Cache-Control": "public, max-age=86400"})
+    photos = BusinessStore(runtime.db, runtime.clock)
+
+    @app.get(CATALOG_PHOTOS_PATH + "/{tenant_id}/{file}", tags=["media"], include_in_schema=False)
+    async def catalog_photo(tenant_id: str, file: str) -> Response:
+        """A tenant's gallery photo (the URLs its catalog tools return): ``<photo id>-<hash>.<ext>``.
+        Public, as a business's product photos are; only a key a photo row names is ever served."""
+        match = _PHOTO_FILE.fullmatch(file)
+        try:
+            if match is None:
+                raise NotFoundError("no such photo")
+            photo = await photos.photo(tenant_id, match["id"])
+        except NotFoundError:  # the answer never echoes an id: it may be another tenant's
+            raise NotFoundError("no such photo") from None
+        data, mime = await runtime.channel_deps.media.get(photo.media_key)
+        return Response(data, media_type=mime, headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/media/m/{key:path}", tags=["media"], include_in_schema=False)
     async def stored_media(key: str, exp: int = 0, sig: str = "") -> Response:

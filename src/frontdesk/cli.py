@@ -17,11 +17,14 @@ import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
 
+from frontdesk.cli_business import catalog_app, profile_app, tenants_app
+from frontdesk.cli_business import register as register_business_commands
 from frontdesk.cli_operators import operators_app
 from frontdesk.cli_vault import vault_app
 from frontdesk.demo import load_with_progress, offline_chat_model, seed_demo
 from frontdesk.errors import ConfigError, FrontdeskError
 from frontdesk.output.transcript import read_transcript
+from frontdesk.packs import MCP_PACKS, PACKS
 from frontdesk.platform.models.local import LocalModelClient
 from frontdesk.platform.observability import configure_logging
 from frontdesk.platform.store.engine import Database
@@ -38,6 +41,9 @@ receipts_app = typer.Typer(help="Delivery receipts.", no_args_is_help=True)
 app.add_typer(receipts_app, name="receipts")
 app.add_typer(vault_app, name="vault")
 app.add_typer(operators_app, name="operators")
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(profile_app, name="profile")
 
 HostOption = Annotated[str | None, typer.Option(help="bind address (default: FRONTDESK_HOST)")]
 PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_PORT)")]
@@ -59,6 +65,14 @@ def _demo_settings(**overrides: object) -> Settings:
     settings = _settings(**overrides)
     offline = offline_chat_model(settings)
     return settings if offline is None else _settings(**overrides, model_chat=offline)
+
+
+def _demo_database(settings: Settings) -> Settings:
+    """The demo's own database (``demo_database_url``), never the configured business database."""
+    return settings.model_copy(update={"database_url": settings.demo_database_url})
+
+
+register_business_commands(_settings, {*PACKS, *MCP_PACKS})
 
 
 def _prepare_offline_model(runtime: Runtime) -> None:
@@ -85,14 +99,14 @@ def db_upgrade() -> None:
 
 @app.command()
 def demo(host: HostOption = None, port: PortOption = None) -> None:
-    """Create/migrate the local database, seed a demo business and serve its web chat."""
-    settings = _demo_settings(host=host, port=port)
+    """Create/migrate the demo's own database, seed the demo business and serve its web chat."""
+    settings = _demo_database(_demo_settings(host=host, port=port))
 
     async def run() -> None:
         runtime = Runtime.build(settings)
         _prepare_offline_model(runtime)
         await upgrade(runtime.db)
-        accounts = await seed_demo(runtime.db, runtime.clock)
+        accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
         base = settings.public_url or f"http://{settings.host}:{settings.port}"
         typer.echo(f"\n  frontdesk demo — {runtime.model_label}")
         typer.echo(f"  Chat with the demo business: {base}/webchat/{accounts.webchat_id}\n")
@@ -172,24 +186,60 @@ class _QuietExitServer(uvicorn.Server):
 
 
 @app.command()
-def chat() -> None:
-    """Talk to the demo business from this terminal (same store and pipeline as the web chat)."""
-    settings = _demo_settings()
+def chat(
+    tenant: Annotated[
+        str | None, typer.Option(help="talk to this business (its database) instead of the demo")
+    ] = None,
+) -> None:
+    """Talk to the demo business, or your own (--tenant), from this terminal: the same store and
+    pipeline as the web chat."""
+    settings = _demo_settings() if tenant is None else _settings()
+    if tenant is None:
+        settings = _demo_database(settings)
 
     async def run() -> None:
         runtime = Runtime.build(settings)
         _prepare_offline_model(runtime)
-        await upgrade(runtime.db)
-        accounts = await seed_demo(runtime.db, runtime.clock)
+        if tenant is None:
+            await upgrade(runtime.db)
+            account_id = (await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)).terminal_id
+        else:
+            account_id = await _terminal_account(runtime, tenant)
         runtime.runner.start()
         session = f"term-{secrets.token_hex(4)}"
         typer.echo(f"frontdesk chat — {runtime.model_label}. Ctrl-D to quit.")
         try:
-            await _chat_loop(runtime, accounts.terminal_id, session)
+            await _chat_loop(runtime, account_id, session)
         finally:
             await runtime.close()
 
     asyncio.run(run())
+
+
+async def _terminal_account(runtime: Runtime, tenant_id: str) -> str:
+    """The tenant's terminal account (``terminal-<tenant>``), made the first time it is needed."""
+    from frontdesk.platform.store.schema import ChannelAccount, Tenant
+
+    if await current_revision(runtime.db) is None:
+        await runtime.db.dispose()
+        raise ConfigError("the database has no schema: run `frontdesk db upgrade` first")
+    account_id = f"terminal-{tenant_id}"[:40]
+    async with runtime.db.transaction() as session:
+        found = await session.get(Tenant, tenant_id)
+        if found is None:
+            raise ConfigError(f"no tenant {tenant_id!r} (see `frontdesk tenants list`)")
+        if await session.get(ChannelAccount, account_id) is None:
+            session.add(
+                ChannelAccount(
+                    id=account_id,
+                    tenant_id=tenant_id,
+                    channel="terminal",
+                    name=f"{found.name} — terminal",
+                    config={},
+                    created_at=runtime.clock.now(),
+                )
+            )
+    return account_id
 
 
 async def _chat_loop(runtime: Runtime, account_id: str, session: str) -> None:
@@ -285,7 +335,7 @@ def _read_line() -> str | None:
 def accounts_add(
     channel: Annotated[str, typer.Argument(help="telegram, messenger, instagram, whatsapp, line, webchat")],
     account_id: Annotated[str, typer.Option("--id", help="the id in the webhook URL: 8-40 of A-Z a-z 0-9 _ -")],
-    tenant: Annotated[str, typer.Option(help="the business this account serves")] = "demo",
+    tenant: Annotated[str, typer.Option(help="the business this account serves (see `frontdesk tenants list`)")],
     name: Annotated[str | None, typer.Option(help="a label for operators")] = None,
     config: Annotated[list[str] | None, typer.Option("--config", help="key=value, repeatable")] = None,
     secret: Annotated[
@@ -309,8 +359,8 @@ def accounts_add(
     async def run() -> None:
         db = Database.from_url(settings.database_url)
         try:
-            await upgrade(db)
-            await seed_demo(db, SystemClock())
+            if await current_revision(db) is None:
+                raise ConfigError("the database has no schema: run `frontdesk db upgrade` first")
             saved = await upsert_account(
                 db,
                 account_id=account_id,

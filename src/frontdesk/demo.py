@@ -1,26 +1,39 @@
-"""The demo business (one tenant with a web chat and a terminal account, created idempotently) and
-the demo's offline model."""
+"""The demo business (one tenant with a web chat and a terminal account, created idempotently,
+with the print shop's profile and catalog imported from its business file) and the demo's
+offline model. Only ``frontdesk demo`` and ``frontdesk chat`` seed it, in the demo's own
+database (``demo_database_url``)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlalchemy import func, select
 
+from frontdesk.business import Actor, BusinessData, BusinessFile, CatalogItem, Importer, read_business_file
+from frontdesk.capabilities.search import Document
+from frontdesk.packs.catalog import DEMO_BUSINESS_FILE, DEMO_POLICY_FILE, PACK, item_index, item_words
+from frontdesk.packs.catalog.items import documents
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.media import MediaStore
 from frontdesk.platform.models.local import LocalModelClient
 from frontdesk.platform.models.local_weights import DEFAULT_LOCAL_MODEL, builtin_available
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
+from frontdesk.platform.store.schema_business import CatalogItemRow
 from frontdesk.settings import Settings
 
 DEMO_TENANT = "demo"
 DEMO_WEBCHAT = "demo-webchat"
 DEMO_TERMINAL = "demo-terminal"
 DEMO_BUSINESS = "Demo Print Shop"
+DEMO_LANGUAGES = ["en", "es", "vi"]
 
 
 @dataclass(frozen=True)
@@ -30,11 +43,57 @@ class DemoAccounts:
     terminal_id: str
 
 
-async def seed_demo(db: Database, clock: Clock) -> DemoAccounts:
+@cache
+def demo_business_file() -> BusinessFile:
+    """The print shop's business file, read and checked once per process."""
+    return read_business_file(DEMO_BUSINESS_FILE, DEMO_LANGUAGES)
+
+
+def demo_documents() -> tuple[Document, ...]:
+    """The demo catalog as the search index sees it (benchmarks and tests of the index)."""
+    items = tuple(
+        CatalogItem.model_validate({**loaded.spec.model_dump(exclude={"photos"}), "photos": []})
+        for loaded in demo_business_file().items
+    )
+    return documents(BusinessData(DEMO_TENANT, DEMO_BUSINESS, tuple(DEMO_LANGUAGES), 0, "UTC", None, items))
+
+
+def demo_item_words() -> dict[str, list[str]]:
+    """The demo catalog's words as the router hears them (tests and benchmarks of the router)."""
+    return item_words(loaded.spec for loaded in demo_business_file().items)
+
+
+def demo_playbook(*, compact: bool = False) -> str:
+    """The catalog pack's playbook (or its compact one) as the demo tenant's turns read it: with
+    the demo catalog's item index."""
+    playbook = (PACK.compact_playbook or PACK.playbook) if compact else PACK.playbook
+    return f"{playbook}\n{item_index([loaded.spec for loaded in demo_business_file().items], 'en')}"
+
+
+def demo_policy() -> dict[str, Any]:
+    """The print shop owner's policy fields the demo tenant is seeded with."""
+    policy: dict[str, Any] = json.loads(DEMO_POLICY_FILE.read_text(encoding="utf-8"))
+    return policy
+
+
+async def seed_demo(db: Database, clock: Clock, media: MediaStore | None = None) -> DemoAccounts:
+    """The demo tenant and its two accounts; with ``media``, also its profile and catalog (once:
+    an owner's later edits of the demo's own data are kept)."""
     now = clock.now()
     async with db.transaction() as session:
         if await session.get(Tenant, DEMO_TENANT) is None:
-            session.add(Tenant(id=DEMO_TENANT, name=DEMO_BUSINESS, pack="printshop", policy={}, created_at=now))
+            policy = demo_policy()
+            session.add(
+                Tenant(
+                    id=DEMO_TENANT,
+                    name=DEMO_BUSINESS,
+                    pack="catalog",
+                    policy=policy,
+                    languages=DEMO_LANGUAGES,
+                    data_revision=0,
+                    created_at=now,
+                )
+            )
             await session.flush()
         for account_id, channel, name in (
             (DEMO_WEBCHAT, "webchat", f"{DEMO_BUSINESS} — web chat"),
@@ -46,6 +105,11 @@ async def seed_demo(db: Database, clock: Clock) -> DemoAccounts:
                         id=account_id, tenant_id=DEMO_TENANT, channel=channel, name=name, config={}, created_at=now
                     )
                 )
+        seeded = await session.scalar(
+            select(func.count()).select_from(CatalogItemRow).where(CatalogItemRow.tenant_id == DEMO_TENANT)
+        )
+    if media is not None and not seeded:
+        await Importer(db, clock, media).apply(DEMO_TENANT, demo_business_file(), Actor(via="demo"), audit=False)
     return DemoAccounts(DEMO_TENANT, DEMO_WEBCHAT, DEMO_TERMINAL)
 
 

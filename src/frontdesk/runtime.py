@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from frontdesk import __version__
 from frontdesk.capabilities.confirmation import PendingActions
@@ -47,10 +47,11 @@ from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
+from frontdesk.platform.store.schema_business import BusinessProfileRow, CatalogItemRow
 from frontdesk.platform.vault import build_vault
 from frontdesk.platform.workers import JobRunner
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
-from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack
+from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack, TenantTurnView, TenantView
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
 from frontdesk.reasoning.terminal import reply_tool_definition
@@ -166,7 +167,7 @@ class Runtime:
             accounts,
             {name: channel.fetcher(deps) for name, channel in CHANNELS.items() if channel.fetcher is not None},
             media,
-            Transcriber(gateway, transcription_hints(db, loader, clock)),
+            Transcriber(gateway, transcription_hints(db, loader, clock, pack_deps(settings, db, clock))),
         )
         assembler = TurnAssembler(
             db,
@@ -264,9 +265,7 @@ class Runtime:
             # bar), so neither a bad file nor the load time lands in a customer's first turn.
             await asyncio.to_thread(self.chat_client.load)
         await self.signals.start(self.db)
-        if self.search is not None:  # unchanged documents are neither rewritten nor re-embedded
-            for business_pack in self.packs.values():
-                await business_pack.sync_search(self.search)
+        await warn_tenants_without_data(self.db)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})
         for pack in MCP_PACKS.values():
@@ -290,30 +289,78 @@ def public_base_url(settings: Settings) -> str:
     return (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
 
 
-def pack_media_path(pack: str) -> str:
-    return f"/media/packs/{pack}"
+CATALOG_PHOTOS_PATH = "/media/catalog"  # where ``app.py`` serves tenants' gallery photos
+
+
+def pack_deps(settings: Settings, db: Database, clock: Clock, search: SearchIndex | None = None) -> PackDeps:
+    return PackDeps(db, clock, public_base_url(settings) + CATALOG_PHOTOS_PATH, search)
 
 
 def agent_packs(
     settings: Settings, db: Database, clock: Clock, search: SearchIndex | None = None
 ) -> dict[str, AgentPack]:
     """Each registered pack as the agent uses it: its tools behind the fail-closed catalog, its
-    lexicons as a router."""
+    lexicons (with each tenant's item words) as a router."""
     built: dict[str, AgentPack] = {}
+    deps = pack_deps(settings, db, clock, search)
     for name, pack in PACKS.items():
-        tools = pack.build_tools(PackDeps(db, clock, public_base_url(settings) + pack_media_path(name), search))
+        tools = pack.build_tools(deps)
         built[name] = AgentPack(
             name=name,
             catalog=ToolPolicyCatalog(tools, pack.policies, discovery_domains=pack.discovery_domains),
-            router=Router(pack.lexicons, pack.item_keywords),
+            router=Router(pack.lexicons, {}),
             default_policy=pack.default_policy,
             playbook=pack.playbook,
             compact_playbook=pack.compact_playbook,
             fallback_texts=pack.fallback_texts,
             voice_failed_texts=pack.voice_failed_texts,
             knowledge=load_pack_knowledge(PACKS_DIR / name),
+            for_tenant=tenant_view(pack, deps) if pack.tenant_data is not None else None,
         )
     return built
+
+
+def tenant_view(pack: Pack, deps: PackDeps) -> TenantView:
+    """The pack as each tenant's data shapes it, read at every turn; the router compiled from the
+    tenant's item words is kept until the tenant's data changes (its revision)."""
+    assert pack.tenant_data is not None
+    read = pack.tenant_data
+    built: dict[str, tuple[int, TenantTurnView]] = {}
+
+    async def view(tenant_id: str) -> TenantTurnView:
+        data = await read(deps, tenant_id)
+        cached = built.get(tenant_id)
+        if cached is not None and cached[0] == data.revision:
+            return cached[1]
+        fresh = TenantTurnView(Router(pack.lexicons, data.item_words), data.playbook_lines, data.policy_defaults)
+        built[tenant_id] = (data.revision, fresh)
+        return fresh
+
+    return view
+
+
+async def warn_tenants_without_data(db: Database) -> None:
+    """Name, at every start, each tenant of the catalog pack whose catalog or profile is empty:
+    its customers would hear only "the team will get back to you" (tenants upgraded from the
+    print shop pack, whose data was files in the code, are such tenants)."""
+    async with db.read() as session:
+        rows = list(await session.execute(select(Tenant.id).where(Tenant.pack == "catalog")))
+        for (tenant_id,) in rows:
+            items = await session.scalar(
+                select(func.count()).select_from(CatalogItemRow).where(CatalogItemRow.tenant_id == tenant_id)
+            )
+            profile = await session.get(BusinessProfileRow, tenant_id)
+            if not items or profile is None:
+                missing = " and ".join(
+                    m for m, empty in (("catalog", not items), ("profile", profile is None)) if empty
+                )
+                log.warning(
+                    "tenant %s has no %s yet: import its business file with "
+                    "`frontdesk catalog import FILE --tenant %s` (docs/business-data.md)",
+                    tenant_id,
+                    missing,
+                    tenant_id,
+                )
 
 
 def schema_fit(budget: ContextBudget) -> SchemaFit:
@@ -359,7 +406,7 @@ def mcp_agent_pack(
     )
 
 
-def transcription_hints(db: Database, loader: ContextLoader, clock: Clock) -> HintSource:
+def transcription_hints(db: Database, loader: ContextLoader, clock: Clock, deps: PackDeps) -> HintSource:
     """Context for the transcriber: the business, the customer's likely language (what episodic
     memory learned wins over the business's default), the pack's trade words, the last lines."""
 
@@ -378,7 +425,8 @@ def transcription_hints(db: Database, loader: ContextLoader, clock: Clock) -> Hi
                     .limit(4)
                 )
             )
-        keywords = sorted({w for words in (pack.item_keywords.values() if pack else []) for w in words})
+        words = await pack.tenant_data(deps, context.tenant_id) if pack and pack.tenant_data else None
+        keywords = sorted({w for ws in (words.item_words.values() if words else []) for w in ws})
         return TranscriptionHints(
             business_name=business or "",
             language=LANGUAGE_NAMES.get(language or policy.operator_language, language or policy.operator_language),

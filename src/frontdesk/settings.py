@@ -26,6 +26,9 @@ class Settings(BaseSettings):
 
     # -- storage
     database_url: str = "sqlite+aiosqlite:///./frontdesk.db"
+    # ``frontdesk demo`` (and ``chat`` without ``--tenant``) run the demo business in a database of
+    # their own, so trying the demo never puts a demo chat into a business's database.
+    demo_database_url: str = "sqlite+aiosqlite:///./frontdesk-demo.db"
     # Connections each instance keeps open to PostgreSQL (docs/operations.md "Connection pools").
     database_pool_size: int = Field(default=10, ge=1, le=200)
     media_dir: Path = Path("./media")

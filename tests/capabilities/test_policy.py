@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from frontdesk.capabilities.policy import RoutingDecision, ToolPolicy, ToolPolicyCatalog
 from frontdesk.capabilities.tools import Tool
 from frontdesk.packs import PackDeps
-from frontdesk.packs.printshop import PACK
+from frontdesk.packs.catalog import PACK
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 

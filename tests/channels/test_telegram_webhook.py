@@ -355,7 +355,7 @@ async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_bu
         async with db.transaction() as session:
             session.add(
                 Tenant(
-                    id="rival", name="Rival Prints", pack="printshop", policy={}, created_at=live.runtime.clock.now()
+                    id="rival", name="Rival Prints", pack="catalog", policy={}, created_at=live.runtime.clock.now()
                 )
             )
         await upsert_account(

@@ -121,10 +121,10 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
         db=db,
         clock=clock,
     )
-    accounts = await seed_demo(db, clock)
+    accounts = await seed_demo(db, clock, runtime.channel_deps.media)
     now = clock.now()
     async with db.transaction() as session:
-        session.add(Tenant(id="other", name="Other Shop", pack="printshop", policy={}, created_at=now))
+        session.add(Tenant(id="other", name="Other Shop", pack="catalog", policy={}, created_at=now))
         await session.flush()
         session.add(
             ChannelAccount(

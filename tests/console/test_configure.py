@@ -413,19 +413,19 @@ async def test_catalog_shows_services_prices_and_a_photo_gallery(db):
     async with client(console) as http:
         await sign_in(http, AGENT)
         page = await http.get("/console/catalog")
-        photos = re.findall(r'<img src="(/media/packs/printshop/[^"]+)"', page.text)
+        photos = re.findall(r'<img src="(/media/catalog/demo/[^"]+)"', page.text)
         photo = await http.get(photos[0])
 
     assert page.status_code == 200
     assert 'data-service="business-cards"' in page.text
-    assert "$45 per 250 cards" in page.text
+    assert "$45 / 250 cards" in page.text
     assert "3 days" in page.text
     assert len(photos) > 5
     assert photo.status_code == 200
     assert photo.headers["content-type"].startswith("image/")
 
 
-async def test_a_pack_without_a_catalog_says_so(db):
+async def test_a_business_without_a_catalog_says_so(db):
     console = await build_console(db)
     now = console.clock.now()
     async with db.transaction() as session:
@@ -439,7 +439,7 @@ async def test_a_pack_without_a_catalog_says_so(db):
 
     assert page.status_code == 200
     assert 'id="no-catalog"' in page.text
-    assert "no tiene catálogo" in page.text
+    assert "El catálogo está vacío." in page.text
     assert "<img" not in page.text
 
 

@@ -192,7 +192,7 @@ async def test_policy_change_updates_the_prefix_hash_and_writes_an_audit_row(db)
     async with db.read() as session:
         tenant = await session.get(Tenant, "demo")
         entry = await session.scalar(select(AuditEntry).where(AuditEntry.action == "policy_changed"))
-    pack = console.runtime.agent_packs["printshop"]
+    pack = console.runtime.agent_packs["catalog"]
     expected = prefix_hash(static_prefix(tenant.name, merge_policy(pack.default_policy, tenant.policy), pack.playbook))
     assert saved.status_code == 303
     assert hash_after != hash_before

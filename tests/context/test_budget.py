@@ -257,7 +257,7 @@ def test_no_route_of_any_pack_offers_tool_schemas_over_the_chat_slot_budget(mode
 
 def test_an_embedded_model_gets_the_compact_prompt_unless_the_operator_says_otherwise():
     packs = agent_packs(Settings(), Database.from_url("sqlite+aiosqlite:///:memory:"), SystemClock())
-    definitions = [t.definition() for t in packs["printshop"].catalog.tools]
+    definitions = [t.definition() for t in packs["catalog"].catalog.tools]
 
     local = BudgetConfig().for_model("local:qwen2.5-coder-1.5b-instruct")
     hosted = BudgetConfig().for_model("openai:gpt-4o-mini")

@@ -155,14 +155,14 @@ def broken(*, pack: str = "loyalty", say: str = '"yes"', expect: str = "draft_op
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        (broken(pack="loyalty-ish"), "unknown pack 'loyalty-ish' (known: printshop, loyalty)"),
-        (broken(pack="printshop"), "turns [1]: `service`, `draft_open` and `draft_phase` need a pack with its own"),
+        (broken(pack="loyalty-ish"), "unknown pack 'loyalty-ish' (known: catalog, loyalty)"),
+        (broken(pack="catalog"), "turns [1]: `service`, `draft_open` and `draft_phase` need a pack with its own"),
         (broken(say="yes"), 'a message is text, got True: quote it in YAML (say: "yes")'),
         (broken(expect="service: [{tool: rule_list}]"), "a service check needs `count`, `contains` or `not_contains`"),
         (broken(expect="service: [{tool: rule_list, where: {name: x}}]"), "`where` selects items to count"),
         (broken(expect="offered_among: {tools: [rule_get], exactly: [rule_list]}"), "not among `tools`: ['rule_list']"),
     ],
-    ids=["unknown-pack", "check-on-printshop", "bare-yes", "empty-check", "where-without-count", "offered-among"],
+    ids=["unknown-pack", "check-on-catalog", "bare-yes", "empty-check", "where-without-count", "offered-among"],
 )
 def test_invalid_loyalty_scenarios_are_errors_naming_the_problem(tmp_path, text, problem):
     path = write(tmp_path, text)

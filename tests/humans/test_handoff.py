@@ -119,7 +119,7 @@ async def test_a_hand_off_whose_turn_never_committed_still_gets_the_courtesy_rep
     """The hand-off commits inside its tool; if the turn's own reply is then lost (a crash, a lost
     lease), the next run must not swallow the customer's message in silence."""
     from frontdesk.humans import hand_off
-    from frontdesk.packs.printshop import FALLBACK_TEXTS
+    from frontdesk.packs.catalog import FALLBACK_TEXTS
 
     runtime, accounts = await make_runtime(db, handoff_script())
     ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, ASK_FOR_A_PERSON))

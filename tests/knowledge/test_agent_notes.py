@@ -11,7 +11,7 @@ from typing import Any
 from pydantic_ai import ModelRequest, SystemPromptPart
 
 from frontdesk.context.knowledge import KnowledgeRegistry, Snippet
-from frontdesk.packs.printshop import FALLBACK_TEXTS
+from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.reasoning.prompt import NOTES_TITLE
 from frontdesk.runtime import Runtime
 from harness import make_runtime, message, reply, reply_texts, script_client, traces
@@ -61,8 +61,8 @@ class RecordingModel:
 async def with_notes(db: Any, model: Any, *notes: Snippet) -> tuple[Runtime, Any]:
     runtime, accounts = await make_runtime(db, model, quiet_window_s=0)
     # The agent reads the runtime's pack table per turn (MCP packs join it the same way at start).
-    printshop = runtime.agent_packs["printshop"]
-    runtime.agent_packs["printshop"] = dataclasses.replace(printshop, knowledge=KnowledgeRegistry(notes))
+    printshop = runtime.agent_packs["catalog"]
+    runtime.agent_packs["catalog"] = dataclasses.replace(printshop, knowledge=KnowledgeRegistry(notes))
     return runtime, accounts
 
 

@@ -28,7 +28,7 @@ POLICIES: dict[str, dict[str, ToolPolicy]] = {
 LOYALTY_ACTIONS = set(json.loads((LOYALTY_DATA / "lexicon.json").read_text(encoding="utf-8"))["actions"])
 INTENTS: dict[str, set[str]] = {
     "loyalty": LOYALTY_ACTIONS | {"continue", "cancel", "submit"},  # reasoning/action_router.py, in a flow
-    "printshop": {"browse", "detail_question", "capture", "post_capture", "human_request"},  # reasoning/router.py
+    "catalog": {"browse", "detail_question", "capture", "post_capture", "human_request"},  # reasoning/router.py
 }
 TOOL_NAME = re.compile(r"`([^`]+)`")  # tool names are written in backticks, and only tool names
 
@@ -39,8 +39,8 @@ def registry(pack: str) -> KnowledgeRegistry:
     return loaded
 
 
-def test_the_loyalty_and_printshop_packs_ship_knowledge():
-    assert SHIPPED == ["loyalty", "printshop"]
+def test_the_catalog_and_loyalty_packs_ship_knowledge():
+    assert SHIPPED == ["catalog", "loyalty"]
     assert len(registry("loyalty").snippets) >= 10
 
 

@@ -42,6 +42,7 @@ from snapshot import read_fixture
 from sqlalchemy import select
 
 from frontdesk.app import create_app
+from frontdesk.business import Actor, BusinessStore, ItemFields
 from frontdesk.cli_accounts import upsert_account
 from frontdesk.cli_operators import add_operator
 from frontdesk.humans.notifications.subscriptions import add_webhook, subscribe
@@ -336,7 +337,7 @@ class World:
 async def _open_shop(runtime: Runtime, shop: Shop, doubles: Doubles) -> None:
     now = runtime.clock.now()
     async with runtime.db.transaction() as session:
-        session.add(Tenant(id=shop.tenant, name=shop.name, pack="printshop", policy={}, created_at=now))
+        session.add(Tenant(id=shop.tenant, name=shop.name, pack="catalog", policy={}, created_at=now))
     for channel in CHANNELS:
         api = {"api_base_url": doubles.of(channel).base_url} if channel != "webchat" else {}
         await upsert_account(
@@ -387,6 +388,10 @@ async def _back_office(world: World, shop: Shop) -> None:
         by_operator = await subscribe(session, tenant_id=shop.tenant, kind="handoff", now=now, operator_id=owner)
         by_webhook = await subscribe(session, tenant_id=shop.tenant, kind="lead", now=now, webhook_id=hook.id)
     media = world.runtime.channel_deps.media
+    store = BusinessStore(world.db, world.runtime.clock, media)
+    special = ItemFields(id=f"{shop.word}-special", name={"en": f"{shop.word} special"}, price="on_request")
+    await store.save_item(shop.tenant, special, Actor(), create=True)
+    photo = await store.add_photo(shop.tenant, special.id, IMAGE + b"photo" + shop.word.encode(), {}, Actor())
     same = await media.put(TenantId(shop.tenant), IMAGE, "image/png")
     own = await media.put(TenantId(shop.tenant), IMAGE + shop.word.encode(), "image/png")
     ids.update(
@@ -398,6 +403,7 @@ async def _back_office(world: World, shop: Shop) -> None:
             f"{shop.letter}.subscription.webhook": str(by_webhook.id),
             f"{shop.letter}.media.same": same.key,
             f"{shop.letter}.media.own": own.key,
+            f"{shop.letter}.photo": photo.file_name,
         }
     )
 

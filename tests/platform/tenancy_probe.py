@@ -17,6 +17,7 @@ from tenancy_kit import CHANNELS, Shop, World
 
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, DeliveryPart, Message, Receipt, Task
+from frontdesk.platform.store.schema_business import BusinessProfileRow, CatalogItemRow, CatalogPhotoRow
 from frontdesk.platform.store.schema_console import AuditEntry, Operator
 from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook
 from frontdesk.platform.store.schema_vault import Credential
@@ -53,6 +54,11 @@ async def tenant_rows(db: Database, shop: Shop) -> dict[str, list[tuple[Any, ...
         "tasks": select(Task.id, Task.status, Task.title).where(
             or_(Task.tenant_id == tenant, Task.conversation_id.in_(conversations))
         ),
+        "catalog": select(CatalogItemRow.id, CatalogItemRow.active, CatalogItemRow.data).where(
+            CatalogItemRow.tenant_id == tenant
+        ),
+        "photos": select(CatalogPhotoRow.id, CatalogPhotoRow.media_key).where(CatalogPhotoRow.tenant_id == tenant),
+        "profile": select(BusinessProfileRow.data).where(BusinessProfileRow.tenant_id == tenant),
         "operators": select(Operator.id, Operator.email, Operator.role, Operator.active).where(
             Operator.tenant_id == tenant
         ),

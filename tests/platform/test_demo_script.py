@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -16,12 +16,14 @@ from pydantic_ai import ModelMessage, ModelRequest, UserPromptPart
 from sqlalchemy import select
 
 from frontdesk.app import create_app
+from frontdesk.business import ItemSpec
+from frontdesk.business.profile import weekly_lines
 from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.ledgers import WorkingState
-from frontdesk.demo import DemoAccounts
+from frontdesk.demo import DEMO_TENANT, DemoAccounts, demo_business_file, seed_demo
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock, blocks_adapter
-from frontdesk.packs.printshop.catalog import Service, business, catalog
 from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway
 from frontdesk.platform.models.script import read_script
 from frontdesk.platform.store.engine import Database
@@ -29,12 +31,12 @@ from frontdesk.platform.store.schema import Contact, Conversation, Notification,
 from frontdesk.reasoning.agent import AgentPack
 from frontdesk.reasoning.loop import GenerationResult, Outcome, run_generation
 from frontdesk.reasoning.router import RouterState
-from frontdesk.runtime import Runtime, agent_packs, pack_media_path, public_base_url
+from frontdesk.runtime import Runtime, agent_packs
 from frontdesk.settings import Settings
 from frontdesk.verification.money import money_amounts
-from harness import count, make_runtime, message, replies, reply_texts, traces, wait_idle
+from harness import count, demo_photo_url, make_runtime, message, replies, reply_texts, traces, wait_idle
 
-CONTEXT = ToolContext(tenant_id="t", conversation_id="c")
+CONTEXT = ToolContext(tenant_id=DEMO_TENANT, conversation_id="c")
 
 
 def user(text: str) -> list[ModelMessage]:
@@ -48,7 +50,14 @@ def texts(result: GenerationResult) -> list[str]:
 # -- the built-in demo -------------------------------------------------------------------------------
 
 GREETING = "Hello! I'm frontdesk's offline demo model: my replies are scripted, not written by an AI."
-SERVICES = {service.id: service for service in catalog().services}
+SERVICES = {loaded.spec.id: loaded.spec for loaded in demo_business_file().items}
+PROFILE = demo_business_file().profile
+assert PROFILE is not None
+
+
+def price_text(service: ItemSpec) -> str:
+    """The price as the catalog tools give it (every tier)."""
+    return ", ".join(service.price_texts("en", "en"))
 
 
 @pytest.fixture
@@ -57,20 +66,19 @@ def demo() -> ModelClient:
 
 
 @pytest.fixture
-def printshop() -> AgentPack:
-    """The print shop as the agent sees it: its router and its fail-closed tool catalog. The
-    retrieval tools never touch the store, so there is none."""
-    return agent_packs(Settings(), cast(Database, None), SystemClock())["printshop"]
-
-
-def media_url(settings: Settings, file: str) -> str:
-    return f"{public_base_url(settings)}{pack_media_path('printshop')}/{file}"
+async def printshop(db: Database, tmp_path) -> AgentPack:
+    """The print shop as the agent sees it: its router (with the demo catalog's words) and its
+    fail-closed tool catalog, on a store holding the demo business."""
+    await seed_demo(db, SystemClock(), LocalMediaStore(tmp_path / "media"))
+    return agent_packs(Settings(), db, SystemClock())["catalog"]
 
 
 async def ask(demo: ModelClient, printshop: AgentPack, text: str) -> GenerationResult:
-    """One turn as the agent runs it, without the store: the router picks the tools the turn is
-    offered, and the verification gate checks the reply."""
-    bundle = printshop.catalog.bundle(printshop.router.route(text, RouterState()))
+    """One turn as the agent runs it, without the turn assembler: the router picks the tools the
+    turn is offered, and the verification gate checks the reply."""
+    assert printshop.for_tenant is not None
+    router = (await printshop.for_tenant(DEMO_TENANT)).router
+    bundle = printshop.catalog.bundle(router.route(text, RouterState()))
     return await run_generation(demo, user(text), bundle, CONTEXT, state=WorkingState(now=datetime.now(UTC)))
 
 
@@ -112,16 +120,16 @@ async def test_demo_answers_greetings_in_three_languages(
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda service: service.id)
 async def test_demo_quotes_every_service_as_the_catalog_prices_it(
-    demo: ModelClient, printshop: AgentPack, service: Service
+    demo: ModelClient, printshop: AgentPack, service: ItemSpec
 ) -> None:
-    result = await ask(demo, printshop, f"how much are {service.name.lower()}?")
+    result = await ask(demo, printshop, f"how much are {service.name['en'].lower()}?")
 
     assert result.outcome == Outcome.REPLIED, result.detail
     assert called(result) == [("get_service_detail", {"service_id": service.id}, True)]
     assert result.claims == [{"type": "service_presented", "service_id": service.id}]
     reply = " ".join(texts(result))
-    if service.price_is_set:
-        assert service.price_text in reply
+    if service.priced:
+        assert price_text(service) in reply
     else:
         assert "no fixed price" in reply
         assert money_amounts(reply) == []
@@ -148,20 +156,21 @@ async def test_demo_quotes_the_catalog_amounts_in_spanish_and_vietnamese(
     assert result.outcome == Outcome.REPLIED, result.detail
     assert called(result) == [("get_service_detail", {"service_id": service_id}, True)]
     quoted = {value for _, value in money_amounts(" ".join(texts(result)))}
-    assert quoted == {value for _, value in money_amounts(SERVICES[service_id].price_text)}
+    assert quoted == {value for _, value in money_amounts(price_text(SERVICES[service_id]))}
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda service: service.id)
 async def test_demo_shows_the_photos_the_tool_returned_for_every_service(
-    demo: ModelClient, printshop: AgentPack, service: Service
+    demo: ModelClient, printshop: AgentPack, service: ItemSpec
 ) -> None:
-    result = await ask(demo, printshop, f"show me photos of {service.name.lower()}")
+    result = await ask(demo, printshop, f"show me photos of {service.name['en'].lower()}")
 
     assert result.outcome == Outcome.REPLIED, result.detail
     assert called(result) == [("get_service_photos", {"service_id": service.id}, True)]
     (group,) = [block for block in result.blocks if isinstance(block, ImageGroupBlock)]
     shown = service.photos[:3]
-    assert [str(url) for url in group.urls] == [media_url(Settings(), photo.file) for photo in shown]
+    public = "http://127.0.0.1:8000"  # Settings() serves here
+    assert [str(url) for url in group.urls] == [demo_photo_url(photo.id, public) for photo in shown]
     assert result.claims == [
         {"type": "images_shown", "photo_ids": [photo.id for photo in shown]},
         {"type": "service_presented", "service_id": service.id},
@@ -174,7 +183,7 @@ async def test_demo_lists_every_service_by_name_and_no_price(demo: ModelClient, 
     assert result.outcome == Outcome.REPLIED, result.detail
     assert called(result) == [("search_services", {"query": ""}, True)]
     reply = " ".join(texts(result)).lower()
-    assert all(service.name.lower() in reply for service in SERVICES.values())
+    assert all(service.name["en"].lower() in reply for service in SERVICES.values())
     assert money_amounts(reply) == []
     assert sorted(claim["service_id"] for claim in result.claims) == sorted(SERVICES)
 
@@ -198,11 +207,10 @@ async def test_demo_states_the_hours_and_address_the_business_info_gives(
     assert called(result) == [("get_business_info", {}, True)]
     assert result.claims == [{"type": "business_info_stated"}]
     reply = " ".join(texts(result))
-    info = business()
-    assert info.address in reply
-    assert info.phone in reply
-    for hours in info.hours:
-        assert hours.open is None or (hours.open in reply and str(hours.close) in reply)
+    assert PROFILE.address in reply
+    assert str(PROFILE.phone) in reply
+    for day in weekly_lines(PROFILE):
+        assert day in reply
 
 
 async def test_demo_explains_the_request_format_when_the_service_is_missing(
@@ -266,8 +274,8 @@ async def test_demo_pipeline_quotes_the_catalog_price(db: Database) -> None:
         await chat(db, runtime, accounts.webchat_id, "how much are business cards?")
 
     (text,) = await reply_texts(db)
-    assert "$45 per 250 cards, $70 per 500 cards" in text
-    assert SERVICES["business-cards"].price_text in text
+    assert "$45 / 250 cards, $70 / 500 cards" in text
+    assert price_text(SERVICES["business-cards"]) in text
     (trace,) = await traces(db)
     assert trace.outcome == "replied"
     assert [(call["name"], call["ok"]) for call in trace.tool_calls] == [("get_service_detail", True)]
@@ -279,9 +287,9 @@ async def test_demo_pipeline_states_the_opening_hours(db: Database) -> None:
         await chat(db, runtime, accounts.webchat_id, "what are your opening hours?")
 
     (text,) = await reply_texts(db)
-    assert "Monday to Friday 09:00" in text
-    assert "Sundays" in text
-    assert business().address in text
+    assert "Monday: 09:00-18:00" in text
+    assert "Sunday: closed" in text
+    assert PROFILE.address in text
     (trace,) = await traces(db)
     assert trace.outcome == "replied"
     assert [(call["name"], call["ok"]) for call in trace.tool_calls] == [("get_business_info", True)]
@@ -293,7 +301,8 @@ async def test_demo_pipeline_sends_photos_the_app_serves(db: Database) -> None:
         (answer,) = await replies(db)
         (group,) = [block for block in blocks_adapter.validate_json(answer.content) if block.type == "image_group"]
         urls = [str(url) for url in group.urls]
-        assert urls == [media_url(runtime.settings, photo.file) for photo in SERVICES["flyers"].photos]
+        public = "http://127.0.0.1:8000"
+        assert urls == [demo_photo_url(photo.id, public) for photo in SERVICES["flyers"].photos]
         app = create_app(runtime, run_workers=False)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://test") as client:
             for url in urls:
@@ -313,7 +322,7 @@ async def test_demo_pipeline_saves_a_request_as_an_open_follow_up(db: Database) 
         )
 
     quote, confirmation = await reply_texts(db)
-    assert SERVICES["flyers"].price_text in quote
+    assert price_text(SERVICES["flyers"]) in quote
     assert [trace.outcome for trace in await traces(db)] == ["replied", "replied"]
     async with db.transaction() as session:
         (task,) = await session.scalars(select(Task))

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from frontdesk.demo import seed_demo
 from frontdesk.output.blocks import blocks_adapter
-from frontdesk.packs.printshop import FALLBACK_TEXTS
+from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.platform.models.local import LocalModelClient
 from frontdesk.platform.models.local_weights import DEFAULT_LOCAL_MODEL
 from frontdesk.platform.store.engine import Database
@@ -48,7 +48,7 @@ async def test_three_print_shop_turns_through_the_local_model_ship_verified_payl
     runtime = local_runtime
     client = runtime.chat_client
     assert isinstance(client, LocalModelClient)
-    accounts = await seed_demo(runtime.db, runtime.clock)
+    accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
     runtime.runner.start()
     for index, text in enumerate(MESSAGES):
         await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=f"smoke-{index}"))

@@ -20,7 +20,7 @@ from pydantic_ai import (
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.packs import PackDeps
-from frontdesk.packs.printshop.tools import build_tools
+from frontdesk.packs.catalog.tools import build_tools
 from frontdesk.platform.models.local_prompt import call_schema, chat_messages, parse_output, tool_section
 from frontdesk.reasoning.terminal import reply_tool_definition
 

@@ -339,7 +339,7 @@ async def test_the_agent_shows_the_model_only_its_own_tenants_images(db, store):
 
     gateway = ModelGateway.with_clients({"chat": PydanticAIClient(FunctionModel(vision), "function:vision", 10)})
     runtime = Runtime.build(Settings(**FAST), gateway=gateway, db=db)
-    accounts = await seed_demo(db, runtime.clock)
+    accounts = await seed_demo(db, runtime.clock, runtime.channel_deps.media)
     ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, "Here is my logo"))
     ours = await store.put(TenantId(accounts.tenant_id), JPEG, "image/jpeg")
     theirs = await store.put(TenantId("club"), PNG, "image/png")  # a row pointing elsewhere must not leak it

@@ -232,6 +232,10 @@ async def test_a_database_with_data_from_the_first_release_upgrades_and_keeps_se
     assert await current_revision(db) == head_revision()
     assert await schema_diff(db) == []
     async with db.engine.connect() as conn:
-        pack, policy = (await conn.execute(text("SELECT pack, policy FROM tenants WHERE id = 't1'"))).one()
-    assert pack == "printshop"
+        pack, policy, languages, revision = (
+            await conn.execute(text("SELECT pack, policy, languages, data_revision FROM tenants WHERE id = 't1'"))
+        ).one()
+    assert pack == "catalog"  # 0002 gave it the print shop pack, which 0009 made the catalog pack
     assert policy in ({}, "{}")
+    assert languages in (["en"], '["en"]')
+    assert revision == 0

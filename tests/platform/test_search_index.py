@@ -11,7 +11,8 @@ from sqlalchemy import func, select, text
 from test_search_kit import FakeEmbeddings, serve_fake_embeddings
 
 from frontdesk.capabilities.search import Document, SearchIndex
-from frontdesk.packs.printshop.catalog import COLLECTION, documents
+from frontdesk.demo import demo_documents as documents
+from frontdesk.packs.catalog.items import COLLECTION
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.models.embeddings import Embedder, build_embedder
 from frontdesk.platform.store.engine import Database

@@ -61,6 +61,7 @@ CHAT_GET = ("GET", "/v1/webchat/{channel_account_id}/messages")
 CHAT_STREAM = ("GET", "/v1/webchat/{channel_account_id}/stream")
 CHAT_PAGE = ("GET", "/webchat/{channel_account_id}")
 MEDIA = ("GET", "/media/m/{key:path}")
+PHOTO = ("GET", "/media/catalog/{tenant_id}/{file}")
 # Console routes the console's matrix leaves out: notification subscriptions name ids too.
 SUB_DELETE = ("POST", "/console/notifications/subscriptions/{subscription_id}/delete")
 SUB_ADD = ("POST", "/console/notifications/subscriptions")
@@ -80,6 +81,8 @@ THEIR_KEY_OUR_SIGNATURE = "Bravo's media key under Alpha's link signature"
 OUR_LINK_THEIR_PREFIX = "Alpha's link with Bravo's prefix (the same picture)"
 THEIR_KEY_UNSIGNED = "Bravo's media key, unsigned"
 THEIR_KEY_LEGACY = "Bravo's media key in the legacy form, Alpha's signature"
+THEIR_PHOTO_OUR_TENANT = "Bravo's catalog photo under Alpha's tenant"
+OUR_PHOTO_THEIR_TENANT = "Alpha's catalog photo under Bravo's tenant"
 THEIR_SUBSCRIPTIONS = "Bravo's subscription ids"
 THEIR_SUBSCRIBERS = "Bravo's operator and webhook as subscribers"
 
@@ -97,13 +100,13 @@ MATRIX: dict[tuple[str, str], tuple[str, ...]] = {
     CHAT_STREAM: (THEIR_SESSIONS, THEIR_OTHER_ACCOUNTS, THEIR_WEBCHAT_OTHER_IDS),
     CHAT_PAGE: (THEIR_OTHER_ACCOUNTS,),
     MEDIA: (THEIR_KEY_OUR_SIGNATURE, OUR_LINK_THEIR_PREFIX, THEIR_KEY_UNSIGNED, THEIR_KEY_LEGACY),
+    PHOTO: (THEIR_PHOTO_OUR_TENANT, OUR_PHOTO_THEIR_TENANT),
     SUB_DELETE: (THEIR_SUBSCRIPTIONS,),
     SUB_ADD: (THEIR_SUBSCRIBERS,),
 }
 # Id-taking routes that serve no tenant's data.
 NO_TENANT_DATA = {
     ("GET", "/console/static/{name}"): "the console's own scripts and styles",
-    ("GET", "/media/packs/{pack}/{file}"): "photos a business pack ships to every tenant",
 }
 
 
@@ -185,6 +188,9 @@ def _media(world) -> Iterator[Attempt]:
     yield Attempt(MEDIA, OUR_LINK_THEIR_PREFIX, ours.replace(f"/{A.tenant}/", f"/{B.tenant}/"), 401)
     yield Attempt(MEDIA, THEIR_KEY_UNSIGNED, f"/media/m/{theirs}", 401)
     yield Attempt(MEDIA, THEIR_KEY_LEGACY, f"/media/m/{theirs.split('/', 1)[1]}?{signature}", 401)
+    # A business's gallery photos are public, each under its own tenant only.
+    yield Attempt(PHOTO, THEIR_PHOTO_OUR_TENANT, f"/media/catalog/{A.tenant}/{world.ids['b.photo']}", 404)
+    yield Attempt(PHOTO, OUR_PHOTO_THEIR_TENANT, f"/media/catalog/{B.tenant}/{world.ids['a.photo']}", 404)
 
 
 def _webhooks(world) -> Iterator[Attempt]:
@@ -250,6 +256,7 @@ async def test_no_route_or_webhook_lets_one_shop_reach_the_other(db, tmp_path):
         verify = f"?hub.mode=subscribe&hub.challenge=31337&hub.verify_token={A.secrets('whatsapp')['verify_token']}"
         controls = [
             (await world.http.get(own_link)).status_code,
+            (await world.http.get(f"/media/catalog/{A.tenant}/{world.ids['a.photo']}")).status_code,
             (await world.http.get(webhook_url("whatsapp", A.account("whatsapp")) + verify)).text,
             "alpha"
             in (
@@ -261,7 +268,7 @@ async def test_no_route_or_webhook_lets_one_shop_reach_the_other(db, tmp_path):
         bravo_after = await tenant_rows(db, B)
         crossed = await misbound(db)
 
-    assert controls == [200, "31337", True]
+    assert controls == [200, 200, "31337", True]
     assert {(a.route, a.kind) for a in tries} == {(r, k) for r, kinds in MATRIX.items() for k in kinds}
     successes = [
         f"{o.attempt.route} {o.attempt.kind}: {o.attempt.url}: {'; '.join(o.problems)}" for o in outcomes if o.problems

@@ -226,7 +226,17 @@ async def test_a_canary_secret_appears_in_no_response_page_log_trace_or_cli_outp
             await asyncio.to_thread(
                 run_cli,
                 frontdesk_app,
-                ["accounts", "add", "telegram", "--id", "tg-cli-00001", "--secret", f"webhook_secret={CLI_SECRET}"],
+                [
+                    "accounts",
+                    "add",
+                    "telegram",
+                    "--id",
+                    "tg-cli-00001",
+                    "--tenant",
+                    "demo",
+                    "--secret",
+                    f"webhook_secret={CLI_SECRET}",
+                ],
                 database_url,
             ),
             await asyncio.to_thread(

@@ -39,12 +39,15 @@ def _set_names_delete_and_rotate(database_url: str) -> None:
     assert isinstance(no_tenant.exception, ConfigError)
     assert no_tenant.exception.message == "no tenant 'demo'"
 
-    from frontdesk.cli import app  # ``accounts add`` seeds the demo tenant
+    from frontdesk.cli import app
 
+    environment = {"FRONTDESK_DATABASE_URL": database_url, "FRONTDESK_VAULT_KEY": OLD}
+    tenant = CliRunner().invoke(app, ["tenants", "add", "demo", "--name", "Demo"], env=environment)
+    assert tenant.exit_code == 0, tenant.output
     added = CliRunner().invoke(
         app,
-        ["accounts", "add", "telegram", "--id", "tg-cli-vault1", "--secret", f"bot_token={VALUE}"],
-        env={"FRONTDESK_DATABASE_URL": database_url, "FRONTDESK_VAULT_KEY": OLD},
+        ["accounts", "add", "telegram", "--id", "tg-cli-vault1", "--tenant", "demo", "--secret", f"bot_token={VALUE}"],
+        env=environment,
     )
     assert added.exit_code == 0, added.output
     assert "secrets set: bot_token" in added.output

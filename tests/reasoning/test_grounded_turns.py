@@ -8,16 +8,27 @@ from typing import Any
 from sqlalchemy import select, update
 
 from frontdesk.context.budget import MESSAGE_OVERHEAD_TOKENS
-from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
-from frontdesk.demo import DEMO_BUSINESS
+from frontdesk.context.identity import prefix_hash
 from frontdesk.output.blocks import blocks_adapter
-from frontdesk.packs.printshop import FALLBACK_TEXTS, PACK
+from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.platform.store.schema import ClaimRejection, Contact, Notification, Task, Tenant
 from frontdesk.platform.tokens import count_tokens
-from harness import converse, count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+from harness import (
+    converse,
+    count,
+    demo_photo_url,
+    demo_prefix,
+    make_runtime,
+    message,
+    replies,
+    reply,
+    reply_texts,
+    traces,
+    wait_idle,
+)
 
 PUBLIC = "http://frontdesk.test"
-PHOTO = f"{PUBLIC}/media/packs/printshop/business-cards-1.png"
+PHOTO = demo_photo_url("business-cards-1", PUBLIC)
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
 CATALOG_TOOLS = ["search_services", "get_service_detail"]  # photos only when asked for
 CARDS = {"type": "service_presented", "service_id": "business-cards"}
@@ -36,9 +47,8 @@ async def rejections(db) -> list[ClaimRejection]:
         return list(await session.scalars(select(ClaimRejection).order_by(ClaimRejection.id)))
 
 
-def expected_prefix_hash(**policy_edits: str) -> str:
-    policy = merge_policy(PACK.default_policy, policy_edits)
-    return prefix_hash(static_prefix(DEMO_BUSINESS, policy, PACK.playbook))
+async def expected_prefix_hash(db, policy: dict[str, str] | None = None) -> str:
+    return prefix_hash(await demo_prefix(db, policy))
 
 
 # -- the trace
@@ -57,8 +67,8 @@ async def test_trace_records_route_bundle_prefix_prompt_size_and_accepted_claims
         "phase": "capture",
     }
     assert trace.tools_offered == CATALOG_TOOLS
-    assert trace.prefix_hash == expected_prefix_hash()
-    prefix = static_prefix(DEMO_BUSINESS, merge_policy(PACK.default_policy, {}), PACK.playbook)
+    assert trace.prefix_hash == await expected_prefix_hash(db)
+    prefix = await demo_prefix(db)
     size = trace.prompt_size
     assert size["static_prefix_tokens"] == count_tokens(prefix) + MESSAGE_OVERHEAD_TOKENS
     assert size["batch_tokens"] == count_tokens("How much are business cards?") + MESSAGE_OVERHEAD_TOKENS
@@ -84,6 +94,7 @@ async def test_route_language_follows_the_customer(db):
 
 async def test_prefix_hash_is_stable_across_turns_and_conversations_until_the_policy_changes(db):
     conv = await converse(db, ECHO, ("alice", "hello"), ("alice", "thanks!"), ("bob", "hi there"))
+    before = await expected_prefix_hash(db)
     async with db.transaction() as session:
         await session.execute(update(Tenant).values(policy={"tone": "Very formal. Always say sir or madam."}))
     runtime, accounts = await make_runtime(db, ECHO)
@@ -95,8 +106,8 @@ async def test_prefix_hash_is_stable_across_turns_and_conversations_until_the_po
         await runtime.runner.stop()
 
     hashes = [t.prefix_hash for t in await traces(db)]
-    assert hashes[:3] == [expected_prefix_hash()] * 3
-    assert hashes[3] == expected_prefix_hash(tone="Very formal. Always say sir or madam.")
+    assert hashes[:3] == [before] * 3
+    assert hashes[3] == await expected_prefix_hash(db, {"tone": "Very formal. Always say sir or madam."})
     assert hashes[3] != hashes[0]
     assert [t.conversation_id for t in await traces(db)] == [conv["alice"], conv["alice"], conv["bob"], conv["alice"]]
 

@@ -25,7 +25,7 @@ from fake_telegram import TOKEN, FakeTelegram
 from live import Live, live_channel
 from snapshot import read_fixture
 
-from frontdesk.packs.printshop import FALLBACK_TEXTS
+from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.platform.models.gateway import PydanticAIClient
 from frontdesk.platform.store.schema import Job, Message
 from harness import receipts, traces, wait_idle

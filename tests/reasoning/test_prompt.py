@@ -13,9 +13,9 @@ from frontdesk.context.budget import MESSAGE_OVERHEAD_TOKENS, BudgetConfig
 from frontdesk.context.conversation import ContactProfile, ContextLoader, ConversationContext
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.context.ledgers import WorkingState
-from frontdesk.demo import seed_demo
+from frontdesk.demo import DEMO_BUSINESS, demo_playbook, demo_policy, seed_demo
 from frontdesk.packs import PackDeps
-from frontdesk.packs.printshop import PACK
+from frontdesk.packs.catalog import PACK
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
@@ -26,19 +26,19 @@ from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.turn import Turn, TurnMessage
 from frontdesk.runtime import Runtime, agent_packs
 from frontdesk.settings import Settings
-from harness import FAST, message, reply, script_client, traces
+from harness import FAST, demo_prefix, message, reply, script_client, traces
 
 MARCH = datetime(2026, 3, 2, 15, 0, tzinfo=UTC)  # 10:00 in New York (EST)
 JULY = datetime(2026, 7, 1, 2, 30, tzinfo=UTC)  # still June 30th in New York (EDT)
-POLICY = merge_policy(PACK.default_policy, {})
+POLICY = merge_policy(PACK.default_policy, demo_policy())
 
 
 def prefix(policy=POLICY) -> str:
-    return static_prefix(PACK.business_name, policy, PACK.playbook)
+    return static_prefix(DEMO_BUSINESS, policy, demo_playbook())
 
 
 def context(contact: ContactProfile, now: datetime) -> ConversationContext:
-    return ConversationContext("demo", "printshop", {}, contact, [], None, WorkingState(now=now), 0, 0, None)
+    return ConversationContext("demo", "catalog", {}, contact, [], None, WorkingState(now=now), 0, 0, None)
 
 
 def tail(contact: ContactProfile, now: datetime) -> str:
@@ -47,9 +47,9 @@ def tail(contact: ContactProfile, now: datetime) -> str:
 
 
 def test_the_prefix_hash_changes_only_when_an_operator_edits_policy():
-    edited = merge_policy(PACK.default_policy, {"tone": "Formal and brief."})
+    edited = merge_policy(PACK.default_policy, {**demo_policy(), "tone": "Formal and brief."})
 
-    assert prefix_hash(prefix()) == prefix_hash(prefix(merge_policy(PACK.default_policy, {})))
+    assert prefix_hash(prefix()) == prefix_hash(prefix(merge_policy(PACK.default_policy, demo_policy())))
     assert prefix_hash(prefix(edited)) != prefix_hash(prefix())
     assert prefix(edited) == prefix().replace(f"Tone: {POLICY.tone}", "Tone: Formal and brief.")
 
@@ -63,7 +63,7 @@ def test_the_tail_shows_the_clock_in_the_business_time_zone():
 
 def test_a_small_models_prompt_keeps_the_rules_the_catalog_and_this_turns_facts_only():
     compact_prefix = static_prefix(
-        PACK.business_name, POLICY, PACK.playbook, compact=True, compact_playbook=PACK.compact_playbook
+        DEMO_BUSINESS, POLICY, demo_playbook(), compact=True, compact_playbook=demo_playbook(compact=True)
     )
     decision = RoutingDecision("detail_question", frozenset({"catalog"}), 0.8, "capture", language="es")
     full_tail = dynamic_tail(MARCH.astimezone(POLICY.zone), context(ContactProfile(), MARCH), decision, ["x"])
@@ -91,7 +91,7 @@ def test_a_small_models_prompt_keeps_the_rules_the_catalog_and_this_turns_facts_
 def test_build_prompt_puts_the_static_prefix_first_and_the_tail_after_the_history():
     at = MARCH
     history = (TurnMessage(1, "user", "text", "hi", at), TurnMessage(2, "assistant", "text", "Hello!", at))
-    turn = Turn("demo", PACK.business_name, "conv-1", (TurnMessage(3, "user", "text", "cards?", at),), history)
+    turn = Turn("demo", DEMO_BUSINESS, "conv-1", (TurnMessage(3, "user", "text", "cards?", at),), history)
     the_tail = tail(ContactProfile(name="Ana"), at)
 
     messages = build_prompt(turn, prefix(), prefix_hash(prefix()), the_tail, []).messages
@@ -139,7 +139,7 @@ async def test_every_customer_and_time_shares_one_prefix_until_the_operator_edit
     clock, model = ManualClock(MARCH), RecordingModel()
     settings = Settings(**{**FAST, "quiet_window_s": 0})
     runtime = Runtime.build(settings, gateway=ModelGateway.with_clients({"chat": model}), db=db, clock=clock)
-    accounts = await seed_demo(db, clock)
+    accounts = await seed_demo(db, clock, runtime.channel_deps.media)
 
     async def say(session: str, text: str, name: str) -> None:
         ingested = await runtime.ingestor.ingest(
@@ -158,7 +158,7 @@ async def test_every_customer_and_time_shares_one_prefix_until_the_operator_edit
     first, second, third = (t.prefix_hash for t in await traces(db))
     assert march_prefix == july_prefix == prefix()
     assert first == second == prefix_hash(march_prefix)
-    assert edited_prefix == prefix(merge_policy(PACK.default_policy, {"tone": "Formal and brief."}))
+    assert edited_prefix == await demo_prefix(db, {"tone": "Formal and brief."})
     assert third == prefix_hash(edited_prefix) != first
     for volatile in ("2026", "10:00", "22:30", "Monday", "Tuesday", "Ana", "Bảo", "555-123"):
         assert volatile not in march_prefix, volatile
@@ -201,7 +201,7 @@ def test_a_long_history_is_cut_to_whole_turns_and_every_prompt_fits_the_window()
     schemas = [t.definition() for t in tools]
     batch = (TurnMessage(-1, "user", "text", "cards?", MARCH),)
     for end in range(1, len(history) + 1, 7):
-        turn = Turn("demo", PACK.business_name, "conv-1", batch, tuple(history[:end]))
+        turn = Turn("demo", DEMO_BUSINESS, "conv-1", batch, tuple(history[:end]))
 
         prompt = build_prompt(turn, prefix(), prefix_hash(prefix()), the_tail, schemas, budget=budget)
 

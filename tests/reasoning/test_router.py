@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from frontdesk.packs.printshop import PACK
+from frontdesk.demo import demo_item_words
+from frontdesk.packs.catalog import PACK
 from frontdesk.reasoning.router import Router, RouterState
 
-ROUTER = Router(PACK.lexicons, PACK.item_keywords)
+ROUTER = Router(PACK.lexicons, demo_item_words())
 NEW = RouterState()
 ITEM = RouterState(item_in_context=True)
 OPEN = RouterState(item_in_context=True, open_follow_up=True)

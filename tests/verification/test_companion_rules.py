@@ -105,11 +105,11 @@ def test_both_ends_of_a_range_are_checked(text):
 
 
 def test_a_fetched_photo_matches_however_its_host_and_port_are_written():
-    photo = "https://Print.Example.com:443/media/packs/printshop/flyers-1.png"
+    photo = "https://Print.Example.com:443/media/catalog/demo/flyers-1.png"
     current = state(("get_service_photos", ToolResult({}, ToolEvidence(photos={"flyers-1": photo}))))
 
-    assert rules("Here:", current, urls=["https://print.example.com/media/packs/printshop/flyers-1.png"]) == []
-    assert rules("Here:", current, urls=["https://print.example.com/media/packs/printshop/flyers-2.png"]) == ["image"]
+    assert rules("Here:", current, urls=["https://print.example.com/media/catalog/demo/flyers-1.png"]) == []
+    assert rules("Here:", current, urls=["https://print.example.com/media/catalog/demo/flyers-2.png"]) == ["image"]
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,12 @@ import pytest
 
 from frontdesk.capabilities.tools import ToolContext, ToolEvidence, ToolResult
 from frontdesk.context.ledgers import WorkingState
+from frontdesk.demo import DEMO_TENANT, seed_demo
 from frontdesk.packs import PackDeps
-from frontdesk.packs.printshop import PACK
-from frontdesk.packs.printshop.tools import ServiceIdArgs
+from frontdesk.packs.catalog import PACK
+from frontdesk.packs.catalog.tools import ServiceIdArgs
 from frontdesk.platform.clock import SystemClock
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.media import LocalMediaStore
 from frontdesk.verification.claims import (
     CLAIM_TYPES,
     BusinessInfoStated,
@@ -183,15 +184,14 @@ def test_an_invented_price_on_a_line_before_a_quantity_is_still_refused():
 
 
 @pytest.fixture
-async def printshop_tools():
-    db = Database.from_url("sqlite+aiosqlite:///:memory:")  # retrieval handlers never touch it
-    yield {t.name: t for t in PACK.build_tools(PackDeps(db, SystemClock(), "http://x/media"))}
-    await db.dispose()
+async def printshop_tools(db, tmp_path):
+    await seed_demo(db, SystemClock(), LocalMediaStore(tmp_path / "media"))  # the demo print shop's catalog
+    return {t.name: t for t in PACK.build_tools(PackDeps(db, SystemClock(), "http://x/media"))}
 
 
 async def test_a_service_quoted_on_request_gives_no_price_to_quote(printshop_tools):
     tool = printshop_tools["get_service_detail"]
-    result = await tool.handler(ServiceIdArgs(service_id="wedding-invitations"), ToolContext("t", "c"))
+    result = await tool.handler(ServiceIdArgs(service_id="wedding-invitations"), ToolContext(DEMO_TENANT, "c"))
 
     verdict = verify(ReplyContent("Wedding invitations start at $300."), [], turn(now=[(tool.name, result)]))
 

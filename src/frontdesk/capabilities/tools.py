@@ -36,6 +36,9 @@ class ToolEvidence:
     ``facts``: named blocks of information loaded, e.g. ``business_info``.
     ``events``: side effects that really happened, as (event, reference) pairs.
     ``contacts``: phone numbers and e-mail addresses returned (the contact companion rule's sources).
+    ``revision``: the tenant's business-data revision the call read (None: not the tenant's data).
+    Once the owner changes that data, the tool ledger drops this evidence: a price quoted before an
+    edit proves nothing after it.
     """
 
     references: frozenset[str] = frozenset()
@@ -45,9 +48,11 @@ class ToolEvidence:
     facts: frozenset[str] = frozenset()
     events: tuple[tuple[str, str | None], ...] = ()
     contacts: tuple[str, ...] = ()
+    revision: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
+            **({"revision": self.revision} if self.revision is not None else {}),
             "references": sorted(self.references),
             "prices": list(self.prices),
             "prices_by_reference": {k: list(v) for k, v in self.prices_by_reference.items()},
@@ -73,6 +78,7 @@ class ToolEvidence:
             facts=self.facts,
             events=self.events,
             contacts=tuple(c for c in self.contacts if c in shown),
+            revision=self.revision,
         )
 
     @classmethod
@@ -87,6 +93,7 @@ class ToolEvidence:
             facts=frozenset(map(str, data.get("facts", ()))),
             events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),
             contacts=tuple(map(str, data.get("contacts", ()))),
+            revision=int(data["revision"]) if data.get("revision") is not None else None,
         )
 
 

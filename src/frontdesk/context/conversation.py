@@ -101,7 +101,7 @@ class ContextLoader:
                 .select_from(Message)
                 .where(Message.conversation_id == conversation_id, Message.role == "assistant")
             )
-            ledgers = await self.ledgers.load(session, conversation_id, now)
+            ledgers = await self.ledgers.load(session, conversation_id, now, tenant.data_revision)
             last_route = await session.scalar(
                 select(TurnTrace.route)
                 .where(TurnTrace.conversation_id == conversation_id)

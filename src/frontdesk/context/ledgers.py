@@ -127,13 +127,18 @@ class LedgerStore:
     def __init__(self, windows: LedgerWindows | None = None) -> None:
         self.windows = windows or LedgerWindows()
 
-    async def load(self, session: AsyncSession, conversation_id: str, now: datetime) -> WorkingState:
+    async def load(
+        self, session: AsyncSession, conversation_id: str, now: datetime, revision: int | None = None
+    ) -> WorkingState:
+        """The windows as stored. ``revision``: the tenant's business data now; a tool entry read
+        at another revision is left out (neither evidence nor a prompt line), so a price or an
+        opening hour the owner has changed since must be fetched again."""
         rows = list(
             await session.scalars(
                 select(LedgerEntry).where(LedgerEntry.conversation_id == conversation_id).order_by(LedgerEntry.id)
             )
         )
-        entries = [_entry(r) for r in rows]
+        entries = [e for e in map(_entry, rows) if revision is None or e.evidence.revision in (None, revision)]
         w = self.windows
         return WorkingState(
             now=now,

@@ -15,7 +15,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from frontdesk.demo import seed_demo
+from frontdesk.business import Actor, Importer, read_business_file
+from frontdesk.demo import DEMO_TENANT, seed_demo
 from frontdesk.errors import ConfigError
 from frontdesk.evals.checks import Observation, check
 from frontdesk.evals.mcp_packs import connect_service, open_drafts, service_checks
@@ -132,15 +133,35 @@ class _Play:
         self.runtime = runtime
         if fresh:
             await upgrade(runtime.db)
-            accounts = await seed_demo(runtime.db, runtime.clock)
+            business = self.scenario.business
+            media = runtime.channel_deps.media
+            accounts = await seed_demo(runtime.db, runtime.clock, media if business is None else None)
             async with runtime.db.transaction() as session:
                 tenant = await session.get(Tenant, accounts.tenant_id)
                 assert tenant is not None
-                tenant.pack, tenant.policy = self.scenario.pack, self.scenario.policy
+                tenant.pack = self.scenario.pack
+                # The scenario's own policy fields over the business's (time zone included).
+                tenant.policy = {**(tenant.policy if business is None else {}), **self.scenario.policy}
+                if business is not None:
+                    tenant.name, tenant.languages = "Sample business", list(self.scenario.languages)
+            if business is not None:
+                await self.import_business(runtime, business)
             self.account = accounts.webchat_id if self.scenario.channel == "webchat" else accounts.terminal_id
         await connect_service(runtime, self.scenario.pack, self.folder)
         runtime.runner.start()
         return runtime
+
+    async def import_business(self, runtime: Runtime, business: str) -> None:
+        """The scenario's business file, imported the way ``frontdesk catalog import`` does it."""
+        base = self.scenario.path.parent if self.scenario.path is not None else Path(".")
+        loaded = read_business_file(base / business, list(self.scenario.languages))
+        importer = Importer(runtime.db, runtime.clock, runtime.channel_deps.media)
+        await importer.apply(DEMO_TENANT, loaded, Actor(via="import"))
+        if loaded.profile is not None:
+            async with runtime.db.transaction() as session:
+                tenant = await session.get(Tenant, DEMO_TENANT)
+                assert tenant is not None
+                tenant.name = loaded.profile.name
 
     async def close(self) -> None:
         if self.runtime is not None:

@@ -134,7 +134,11 @@ class Scenario(_Strict):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
     tags: list[str] = Field(default_factory=list)
-    pack: str = "printshop"
+    pack: str = "catalog"
+    # The business the scenario talks to: a business file (relative to the scenario file) imported
+    # into a fresh tenant speaking ``languages``; unset: the demo print shop.
+    business: str | None = None
+    languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
     channel: Literal["webchat", "terminal"] = "webchat"
     model: ModelChoice
     policy: dict[str, Any] = Field(default_factory=dict)

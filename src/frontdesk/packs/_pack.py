@@ -1,16 +1,15 @@
 """What a business pack hands the composition root: tools, their policies, router lexicons,
-the default identity policy and a playbook. Packs never import ingestion or reasoning; the root
-turns this plain data into a router and a catalog."""
+the default identity policy, a playbook, and what a tenant's own data adds to its turns. Packs
+never import ingestion or reasoning; the root turns this plain data into a router and a catalog."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from frontdesk.capabilities.policy import ToolPolicy
-from frontdesk.capabilities.search import Document, IndexReport, SearchIndex
+from frontdesk.capabilities.search import SearchIndex
 from frontdesk.capabilities.tools import Tool
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.store.engine import Database
@@ -20,35 +19,41 @@ from frontdesk.platform.store.engine import Database
 class PackDeps:
     db: Database
     clock: Clock
-    media_base_url: str  # absolute URL under which ``Pack.media_dir`` is served
+    media_base_url: str  # absolute URL under which tenants' catalog photos are served
     # The catalog search index (lexical, plus vectors when the ``embeddings`` slot is set). None:
     # tools search their shipped data in memory (unit tests that need no database index).
     search: SearchIndex | None = None
 
 
 @dataclass(frozen=True)
+class TenantData:
+    """What one tenant's own data adds to its turns, as of its data ``revision``."""
+
+    revision: int
+    # item id -> the words customers call it by (the router's "an item is in context")
+    item_words: Mapping[str, list[str]]
+    # appended to the pack's playbook (e.g. the catalog's ids and names)
+    playbook_lines: str = ""
+    # under the owner's policy edits (e.g. the profile's description as the business description)
+    policy_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
-    business_name: str
     build_tools: Callable[[PackDeps], list[Tool]]
     policies: Mapping[str, ToolPolicy]
     discovery_domains: frozenset[str]
     # language -> signal -> regular expressions (matched case-insensitively)
     lexicons: Mapping[str, Mapping[str, list[str]]]
-    # entity id -> words a customer uses for it (router: "an item is in context")
-    item_keywords: Mapping[str, list[str]]
     default_policy: Mapping[str, Any]
     playbook: str
-    media_dir: Path
     # language -> the polite hold message shipped when a reply cannot be verified
     fallback_texts: Mapping[str, str]
     # Said when a voice note could not be understood at all: ask the customer to type it.
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
-    # Search collections the pack ships (collection -> its documents): indexed at start-up.
-    search_documents: Mapping[str, Callable[[], Sequence[Document]]] = field(default_factory=dict)
     # The playbook a small model reads (``chat_prompt_style`` compact); None: ``playbook``.
     compact_playbook: str | None = None
-
-    async def sync_search(self, index: SearchIndex) -> dict[str, IndexReport]:
-        """Index the pack's search collections (start-up): unchanged documents cost one read."""
-        return {name: await index.sync(name, documents()) for name, documents in self.search_documents.items()}
+    # A tenant's own data for its turns (read at every turn; the root caches what it builds
+    # from it by revision). None: the pack has no per-tenant data.
+    tenant_data: Callable[[PackDeps, str], Awaitable[TenantData]] | None = None

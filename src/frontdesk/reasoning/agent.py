@@ -70,13 +70,26 @@ class AgentPack:
     flow_state: FlowState | None = None
     # Reviewed snippets offered by route (advisory text for the model, never evidence for the gate).
     knowledge: KnowledgeRegistry | None = None
+    # What the tenant's own data changes in its turns (its items' words, its item index...).
+    for_tenant: TenantView | None = None
 
 
 class TurnRouter(Protocol):
     def route(self, text: str, state: RouterState) -> RoutingDecision: ...
 
 
+@dataclass(frozen=True)
+class TenantTurnView:
+    """A pack as one tenant's data shapes it: a router that knows the tenant's items, lines the
+    playbook gains, and defaults that sit under the owner's own policy edits."""
+
+    router: TurnRouter
+    playbook_lines: str = ""
+    policy_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
+TenantView = Callable[[str], Awaitable[TenantTurnView]]
 
 
 class ModelOutage(Exception):
@@ -145,7 +158,10 @@ class Agent:
             text = pack.voice_failed_texts.get(language, VOICE_FAILED_TEXT)
             result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="voice note not understood")
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
-        policy = merge_policy(pack.default_policy, context.policy_overrides)
+        view = await pack.for_tenant(context.tenant_id) if pack.for_tenant is not None else None
+        router = view.router if view is not None else pack.router
+        defaults = {**pack.default_policy, **(view.policy_defaults if view is not None else {})}
+        policy = merge_policy(defaults, context.policy_overrides)
         state = context.ledgers
         # Where the customer's own phone numbers and e-mails are: what they wrote (this turn and the
         # history the model reads) and their saved details. A reply may repeat those back.
@@ -153,7 +169,7 @@ class Agent:
         state.customer_contacts = (*said, *(c for c in (context.contact.phone, context.contact.email) if c))
         with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
             flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
-            decision = pack.router.route(
+            decision = router.route(
                 turn.batch_text,
                 RouterState(
                     item_in_context=any(e.evidence.references for e in state.tool),
@@ -181,8 +197,12 @@ class Agent:
                 }
             )
         budget = self._budget.for_model(self.model_name)
+        playbook, compact_playbook = pack.playbook, pack.compact_playbook
+        if view is not None and view.playbook_lines:
+            playbook = f"{playbook}\n{view.playbook_lines}"
+            compact_playbook = f"{compact_playbook or pack.playbook}\n{view.playbook_lines}"
         prefix = static_prefix(
-            turn.business_name, policy, pack.playbook, compact=budget.compact, compact_playbook=pack.compact_playbook
+            turn.business_name, policy, playbook, compact=budget.compact, compact_playbook=compact_playbook
         )
         # A small model reads no reference notes: they are advice, and it follows advice poorly
         # while every token of prompt costs it seconds on a CPU.

@@ -6,7 +6,7 @@ Wiring (``app.py``)::
     app.include_router(console_router(ConsoleDeps(runtime.db, runtime.clock, runtime.signals,
         runtime.deliverer, ConsoleConfig.from_settings(runtime.settings), runtime.agent_packs,
         vault=runtime.channel_deps.accounts.vault, settings=runtime.settings,
-        media_dirs={name: pack.media_dir for name, pack in runtime.packs.items()})))
+        media=runtime.channel_deps.media)))
 
 (Without the last three, the configure pages find them on ``request.app.state.runtime``.)
 """

@@ -1,15 +1,14 @@
 """Where the configure pages find the runtime's pieces: the deps first, else
-``request.app.state.runtime`` (the vault, the settings, each pack's media directory)."""
+``request.app.state.runtime`` (the vault, the settings, the media store)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 
 from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.platform.media import MediaStore
 from frontdesk.platform.vault import MasterKeys, Vault
 from frontdesk.settings import Settings
 
@@ -38,9 +37,8 @@ def settings_of(deps: ConsoleDeps, request: Request) -> Settings | None:
     return found if isinstance(found, Settings) else None
 
 
-def media_dir_of(deps: ConsoleDeps, request: Request, pack: str) -> Path | None:
-    if pack in deps.media_dirs:
-        return deps.media_dirs[pack]
-    packs = getattr(_runtime(request), "packs", None)
-    found = getattr(packs.get(pack), "media_dir", None) if isinstance(packs, Mapping) else None
-    return found if isinstance(found, Path) else None
+def media_of(deps: ConsoleDeps, request: Request) -> MediaStore | None:
+    if deps.media is not None:
+        return deps.media
+    found = getattr(getattr(_runtime(request), "channel_deps", None), "media", None)
+    return found if found is not None else None

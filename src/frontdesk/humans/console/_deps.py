@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from frontdesk.output.delivery import Deliverer
 from frontdesk.platform.clock import Clock
+from frontdesk.platform.media import MediaStore
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.vault import Vault
@@ -61,10 +61,10 @@ class ConsoleDeps:
     packs: Mapping[str, PolicySource]
     # Optional (the configure pages fall back to ``request.app.state.runtime``, which ``app.py``
     # sets): the runtime's vault (``channel_deps.accounts.vault``), its settings (model slots),
-    # and each pack's media directory (``Pack.media_dir``: catalog and photos).
+    # and its media store (catalog photo uploads).
     vault: Vault | None = None
     settings: Settings | None = None
-    media_dirs: Mapping[str, Path] = field(default_factory=dict)
+    media: MediaStore | None = None
     # The chat model reads the compact prompt (``Runtime.compact_prompt``): the prefix hash shown
     # is the one the agent will record.
     compact_prompt: bool = False

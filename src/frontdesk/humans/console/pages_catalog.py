@@ -1,71 +1,36 @@
-"""Read-only views of the brain: the pack's catalog with its photos, and the model slots (each
+"""Read-only views of the brain: the tenant's catalog with its photos, and the model slots (each
 shown as ``provider:model``, never with the credentials a URL may carry)."""
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from frontdesk.errors import NotFoundError
-from frontdesk.humans.console._configure import media_dir_of, settings_of
+from frontdesk.business import BusinessStore
+from frontdesk.humans.console._configure import settings_of
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import viewer
 from frontdesk.humans.console._render import page
-from frontdesk.platform.store.schema import Tenant
 
 SLOTS = ("chat", "utility", "embeddings", "transcription")
-MEDIA_PATH = "/media/packs"  # where ``app.py`` serves ``Pack.media_dir``
-
-
-# -- catalog (pack data: ``<pack data>/catalog.json`` beside the ``photos`` media directory) ------
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class CatalogPhoto(_Loose):
-    file: str
-    caption: str = ""
-
-
-class CatalogService(_Loose):
-    id: str
-    name: str
-    category: str = ""
-    summary: str = ""
-    price_text: str = ""
-    turnaround_days: int | None = None
-    min_order_quantity: int | None = None
-    photos: list[CatalogPhoto] = []
-
-
-class CatalogView(_Loose):
-    currency: str = ""
-    services: list[CatalogService] = []
+CATALOG_PHOTOS_PATH = "/media/catalog"  # where ``app.py`` serves tenants' gallery photos
 
 
 def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
     @router.get("/console/catalog", response_class=HTMLResponse)
     async def catalog_page(request: Request) -> Response:
         me = await viewer(deps, request)
-        async with deps.db.read() as session:
-            tenant = await session.get(Tenant, me.tenant_id)
-        if tenant is None:
-            raise NotFoundError("no such tenant")
-        found = load_catalog(media_dir_of(deps, request, tenant.pack))
+        data = await BusinessStore(deps.db, deps.clock).read(me.tenant_id)
+        default = data.default_language
         return page(
             "catalog.html",
             me,
-            pack=tenant.pack,
-            catalog=found,
-            media_url=f"{MEDIA_PATH}/{tenant.pack}",
+            data=data,
+            default=default,
+            photos_url=f"{CATALOG_PHOTOS_PATH}/{data.tenant_id}",
         )
 
     @router.get("/console/models", response_class=HTMLResponse)
@@ -74,20 +39,6 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         settings = settings_of(deps, request)
         slots = [(slot, masked_slot(getattr(settings, f"model_{slot}", None)) if settings else "") for slot in SLOTS]
         return page("models.html", me, slots=slots, known=settings is not None)
-
-
-def load_catalog(media_dir: Path | None) -> CatalogView | None:
-    """A pack's catalog (``catalog.json`` in the data directory holding its media), or None when
-    the pack has none (the loyalty pack: its data lives behind an MCP server)."""
-    if media_dir is None:
-        return None
-    path = media_dir.parent / "catalog.json"
-    if not path.is_file():
-        return None
-    try:
-        return CatalogView.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError):
-        return None
 
 
 _USERINFO = re.compile(r"^[^@/]*@")

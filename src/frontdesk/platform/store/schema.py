@@ -68,8 +68,12 @@ class Tenant(Base):
     name: Mapped[str] = mapped_column(String(200))
     # The business pack that serves this tenant (``packs.PACKS``) and the operator's
     # plain-language policy fields (``context.identity.IdentityPolicy``).
-    pack: Mapped[str] = mapped_column(String(40), default="printshop")
+    pack: Mapped[str] = mapped_column(String(40), default="catalog")
     policy: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The languages the business answers and writes its catalog in; the first is its default.
+    languages: Mapped[list[Any]] = mapped_column(default=lambda: ["en"])
+    # Bumped by every change to the tenant's profile or catalog (``frontdesk.business``).
+    data_revision: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime]
 
 
@@ -349,4 +353,10 @@ class WorkflowDraft(Base):
 
 # Feature tables live in their own modules; importing them here registers them on ``Base`` for
 # every reader of the metadata (migrations, tests).
-from frontdesk.platform.store import schema_console, schema_notifications, schema_search, schema_vault  # noqa: E402, F401  # imported for their tables, after Base exists
+from frontdesk.platform.store import (  # noqa: E402, F401  # imported for their tables, after Base exists
+    schema_business,
+    schema_console,
+    schema_notifications,
+    schema_search,
+    schema_vault,
+)

@@ -1,7 +1,9 @@
-"""The print shop's tools: called directly as typed contracts, and through the pipeline."""
+"""The catalog pack's tools on the demo print shop's data: called directly as typed contracts, and
+through the pipeline."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,15 +11,13 @@ import httpx
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from frontdesk.app import create_app
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
-from frontdesk.demo import DemoAccounts
+from frontdesk.demo import DemoAccounts, demo_business_file
 from frontdesk.output.blocks import blocks_adapter
 from frontdesk.packs import PackDeps
-from frontdesk.packs.printshop import PACK
-from frontdesk.packs.printshop.catalog import catalog
+from frontdesk.packs.catalog import PACK
 from frontdesk.platform.store.schema import Contact, Conversation, Notification, Task
 from frontdesk.runtime import Runtime
 from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
@@ -25,7 +25,9 @@ from harness import count, make_runtime, message, replies, reply, reply_texts, t
 MEDIA = "http://media.test/p"
 PUBLIC = "http://frontdesk.test"
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
-CARDS_PRICE = "$45 per 250 cards, $70 per 500 cards"
+CARDS_PRICES = ("$45 / 250 cards", "$70 / 500 cards")
+CARDS_PRICE = ", ".join(CARDS_PRICES)
+PHOTO_FILE = r"-[0-9a-f]{8}\.png"  # a photo's URL ends in a piece of its content hash
 LEAD = {
     "service": "business-cards",
     "customer_name": "Ana Ruiz",
@@ -99,13 +101,13 @@ async def test_search_finds_business_cards_in_english_spanish_and_vietnamese(sho
     assert result.output["results"][0]["id"] == "business-cards"
     assert result.output["results"][0]["price"] == CARDS_PRICE
     assert "business-cards" in result.evidence.references
-    assert CARDS_PRICE in result.evidence.prices
+    assert set(CARDS_PRICES) <= set(result.evidence.prices)
 
 
 async def test_search_gives_price_evidence_only_for_services_whose_price_is_set(shop):
     ctx = await shop.context()
-    services = catalog().services
-    unset = [s for s in services if not s.price_is_set]
+    services = [item.spec for item in demo_business_file().items]
+    unset = [s for s in services if not s.priced]
     assert unset, "the demo catalog has services quoted on request"
 
     everything = await shop.call("search_services", ctx, query="")
@@ -113,7 +115,7 @@ async def test_search_gives_price_evidence_only_for_services_whose_price_is_set(
 
     assert everything.output["count"] == len(services)
     assert everything.evidence.references == frozenset(s.id for s in services)
-    assert everything.evidence.prices == tuple(s.price_text for s in services if s.price_is_set)
+    assert everything.evidence.prices == tuple(t for s in services for t in s.price_texts("en", "en"))
     assert {r["price"] for r in everything.output["results"] if r["id"] in {s.id for s in unset}} == {
         "not set: quoted on request"
     }
@@ -127,7 +129,7 @@ async def test_service_detail_carries_its_price_as_evidence(shop):
     result = await shop.call("get_service_detail", ctx, service_id="business-cards")
 
     assert (result.output["id"], result.output["price"]) == ("business-cards", CARDS_PRICE)
-    assert (result.evidence.references, result.evidence.prices) == (frozenset({"business-cards"}), (CARDS_PRICE,))
+    assert (result.evidence.references, result.evidence.prices) == (frozenset({"business-cards"}), CARDS_PRICES)
 
 
 @pytest.mark.parametrize("service_id", ["quantum-teleporter", "calendars"])
@@ -157,12 +159,12 @@ async def test_photos_are_urls_under_the_media_base_url_and_their_ids_are_the_ev
     one = await shop.call("get_service_photos", ctx, service_id="business-cards", limit=1)
 
     photos = result.output["photos"]
-    assert [(p["id"], p["url"]) for p in photos] == [
-        (f"business-cards-{n}", f"{MEDIA}/business-cards-{n}.png") for n in (1, 2, 3)
-    ]
+    assert [p["id"] for p in photos] == [f"business-cards-{n}" for n in (1, 2, 3)]
+    for n, photo in enumerate(photos, start=1):
+        assert re.fullmatch(rf"{MEDIA}/demo/business-cards-{n}{PHOTO_FILE}", photo["url"]), photo["url"]
     assert dict(result.evidence.photos) == {p["id"]: p["url"] for p in photos}
     assert result.evidence.references == frozenset({"business-cards"})
-    assert dict(one.evidence.photos) == {"business-cards-1": f"{MEDIA}/business-cards-1.png"}
+    assert dict(one.evidence.photos) == {"business-cards-1": photos[0]["url"]}
 
 
 # -- actions
@@ -202,12 +204,15 @@ async def test_second_capture_of_the_same_service_opens_nothing_and_returns_the_
     assert len(await tasks_of(db, ctx.conversation_id)) == 2
 
 
-async def test_capture_lead_that_fails_midway_leaves_nothing_behind(shop, db):
+async def test_capture_lead_that_fails_midway_leaves_nothing_behind(shop, db, monkeypatch):
     ctx = await shop.context()
-    ghost = ToolContext(tenant_id="no-such-tenant", conversation_id=ctx.conversation_id, turn_key="run-x")
 
-    with pytest.raises(IntegrityError):  # the task insert fails after the contact was updated
-        await shop.call("capture_lead", ghost, **LEAD)
+    async def notify_fails(*_args: Any, **_kwargs: Any) -> None:  # after the contact and the task were written
+        raise RuntimeError("the notification insert failed")
+
+    monkeypatch.setattr("frontdesk.packs.catalog.tools.notify", notify_fails)
+    with pytest.raises(RuntimeError, match="notification"):
+        await shop.call("capture_lead", ctx, **LEAD)
 
     contact = await contact_of(db, ctx.conversation_id)
     assert (contact.name, contact.phone, contact.email) == (None, None, None)
@@ -360,7 +365,11 @@ async def test_photo_urls_a_tool_returns_are_served_by_the_app(db):
     (sent,) = await replies(db)
     (block,) = blocks_adapter.validate_json(sent.content)
     urls = [str(u) for u in block.urls]
-    assert urls == [f"{PUBLIC}/media/packs/printshop/business-cards-{n}.png" for n in (1, 2)]
+    assert [
+        re.fullmatch(rf"{PUBLIC}/media/catalog/demo/business-cards-{n}{PHOTO_FILE}", u) is not None
+        for n, u in enumerate(urls, start=1)
+    ] == [True, True]
+    own_file = urls[0].rpartition("/")[2]
 
     app = create_app(runtime, run_workers=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=PUBLIC) as client:
@@ -369,11 +378,12 @@ async def test_photo_urls_a_tool_returns_are_served_by_the_app(db):
             assert (response.status_code, response.headers["content-type"]) == (200, "image/png")
             assert response.content.startswith(b"\x89PNG\r\n\x1a\n")
         for path in (
-            "/media/packs/printshop/..%2Fcatalog.json",
-            "/media/packs/printshop/..%2F..%2F__init__.py",
-            "/media/packs/printshop/%2E%2E%2Fpolicy.json",
-            "/media/packs/printshop/no-such-photo.png",
-            "/media/packs/no-such-pack/business-cards-1.png",
+            "/media/catalog/demo/..%2Fcatalog.json",
+            "/media/catalog/demo/..%2F..%2F__init__.py",
+            "/media/catalog/demo/%2E%2E%2Fpolicy.json",
+            "/media/catalog/demo/no-such-photo-0123abcd.png",
+            "/media/catalog/demo/business-cards-1.png",  # no content hash: not a photo URL
+            f"/media/catalog/another-shop/{own_file}",  # the same photo under another tenant
         ):
             response = await client.get(path)
             assert response.status_code == 404, path

@@ -1,29 +1,33 @@
-"""The print shop's tools: four retrievals, three actions and the hand-off, each a typed contract.
+"""The catalog pack's tools: four retrievals, three actions and the hand-off, each a typed contract.
 
-Retrievals report what they returned as evidence (service ids, price texts, photo URLs, the
-business-info block) so the verification gate can check the reply against it. Actions commit in
-one transaction each, and report the event that really happened.
+Retrievals read the tenant's own business data from the store (``frontdesk.business``) at every
+call, so an owner's edit is what the next turn quotes, and report what they returned as evidence
+(item ids, price texts made from the structured prices, photo URLs, the business-info block,
+stamped with the data revision they were read at) so the verification gate can check the reply
+against it. Actions commit in one transaction each, and report the event that really happened.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
+from frontdesk.business.profile import weekly_lines
+from frontdesk.business.text import pick
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
 from frontdesk.packs._pack import PackDeps
-from frontdesk.packs.printshop.catalog import Service, business, catalog, find, search, search_indexed
+from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
 
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,25}$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-CATEGORIES = sorted({s.category for s in catalog().services})
 
 
 class _Args(BaseModel):
@@ -53,11 +57,11 @@ Email = Annotated[str | None, Field(max_length=200), AfterValidator(_email)]
 
 class SearchServicesArgs(_Args):
     query: str = Field(default="", max_length=200, description="What the customer is looking for; empty lists all")
-    category: str | None = Field(default=None, description=f"Optional category: one of {', '.join(CATEGORIES)}")
+    category: str | None = Field(default=None, max_length=60, description="Optional category of the catalog")
 
 
 class ServiceIdArgs(_Args):
-    service_id: str = Field(min_length=1, max_length=100, description="A service id returned by search_services")
+    service_id: str = Field(min_length=1, max_length=100, description="An item id returned by search_services")
 
 
 class PhotoArgs(ServiceIdArgs):
@@ -69,12 +73,12 @@ class NoArgs(_Args):
 
 
 class CaptureLeadArgs(_Args):
-    service: str = Field(min_length=1, max_length=200, description="The service id or name the customer wants")
+    service: str = Field(min_length=1, max_length=200, description="The item id or name the customer wants")
     customer_name: str = Field(min_length=1, max_length=200)
     phone: Phone = None
     email: Email = None
     quantity: int | None = Field(default=None, ge=1, le=1_000_000)
-    details: str = Field(default="", max_length=1000, description="Size, paper, deadline... as the customer said")
+    details: str = Field(default="", max_length=1000, description="Size, options, deadline... as the customer said")
     summary_for_team: str = Field(
         min_length=1, max_length=600, description="One or two sentences for the team, in the operator's language"
     )
@@ -113,88 +117,145 @@ class ReferToHumanArgs(_Args):
     )
 
 
-def _row(service: Service) -> dict[str, Any]:
+def _row(item: CatalogItem, language: str, default: str) -> dict[str, Any]:
+    prices = item.price_texts(language, default)
     return {
-        "id": service.id,
-        "name": service.name,
-        "summary": service.summary,
-        "price": service.price_text if service.price_is_set else "not set: quoted on request",
-        "turnaround_days": service.turnaround_days,
-        "min_order_quantity": service.min_order_quantity,
+        "id": item.id,
+        "name": item.display_name(language, default),
+        "summary": item.summary.get(language) or item.summary.get(default, ""),
+        "price": ", ".join(prices) if prices else "not set: quoted on request",
+        "turnaround_days": item.turnaround_days,
+        "min_order_quantity": item.min_quantity,
     }
 
 
-def _price_evidence(services: list[Service]) -> ToolEvidence:
-    priced = [s for s in services if s.price_is_set]  # "quoted on request" proves no price
+def _price_evidence(items: list[CatalogItem], data: BusinessData, language: str) -> ToolEvidence:
+    """Each tier's text, made from its amount and currency ("quoted on request" proves no price)."""
+    default = data.default_language
+    by_item = {i.id: tuple(i.price_texts(language, default)) for i in items if i.priced}
     return ToolEvidence(
-        references=frozenset(s.id for s in services),
-        prices=tuple(s.price_text for s in priced),
-        prices_by_reference={s.id: (s.price_text,) for s in priced},
+        references=frozenset(i.id for i in items),
+        prices=tuple(t for texts in by_item.values() for t in texts),
+        prices_by_reference=by_item,
+        revision=data.revision,
     )
+
+
+def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
+    return f"{base.rstrip('/')}/{tenant_id}/{photo.file_name}"
+
+
+def _business_output(data: BusinessData, language: str, now: datetime) -> dict[str, Any]:
+    profile = data.profile
+    assert profile is not None
+    default = data.default_language
+    local = now.astimezone(profile.zone)
+    today, special = profile.hours_on(local.date())
+    output: dict[str, Any] = {
+        "name": profile.name,
+        "description": pick(profile.description, language, default),
+        "address": profile.address,
+        "phone": profile.phone,
+        "email": profile.email,
+        "website": profile.website,
+        "timezone": profile.timezone,
+        "local_time_now": local.strftime("%A %Y-%m-%d %H:%M"),
+        "open_now": profile.open_at(now),
+        "today": {"hours": today or "closed", **({"note": pick(special.note, language, default)} if special else {})},
+        "weekly_hours": weekly_lines(profile),
+        "special_days": [
+            {
+                "date": day.date.isoformat(),
+                "hours": "closed" if day.closed else list(day.hours),
+                "note": pick(day.note, language, default),
+            }
+            for day in profile.upcoming_exceptions(local.date())
+        ],
+        "notes": pick(profile.notes, language, default),
+    }
+    return {k: v for k, v in output.items() if v not in (None, "", [])}
 
 
 def build_tools(deps: PackDeps) -> list[Tool]:
     db, clock = deps.db, deps.clock
+    store = BusinessStore(db, clock)
 
-    def photo_url(file: str) -> str:
-        return f"{deps.media_base_url.rstrip('/')}/{file}"
+    async def catalog_of(ctx: ToolContext) -> BusinessData:
+        return await store.read(ctx.tenant_id)
 
     async def search_services(args: SearchServicesArgs, ctx: ToolContext) -> ToolResult:
+        data = await catalog_of(ctx)
         if deps.search is None:
-            found = search(args.query, args.category)
+            found = search(data.active_items, args.query, args.category)
         else:
-            found = await search_indexed(deps.search, args.query, args.category, ctx.tenant_id)
+            found = await search_indexed(deps.search, data, args.query, args.category)
+        language, default = ctx.customer_language, data.default_language
         return ToolResult(
-            output={"results": [_row(s) for s in found], "count": len(found)},
-            evidence=_price_evidence(found),
-            summary={"query": args.query, "found": [{"id": s.id, "name": s.name} for s in found]},
+            output={"results": [_row(i, language, default) for i in found], "count": len(found)},
+            evidence=_price_evidence(found, data, language),
+            summary={
+                "query": args.query,
+                "found": [{"id": i.id, "name": i.display_name(default, default)} for i in found],
+            },
             state_key="search",
         )
 
-    def service_or_fail(reference: str) -> Service:
-        service = find(reference)
-        if service is None:
-            raise ToolFailure(f"No service matches {reference!r}. Use search_services to find its id.")
-        return service
+    def item_or_fail(data: BusinessData, reference: str) -> CatalogItem:
+        item = find(data.active_items, reference)
+        if item is None:
+            raise ToolFailure(f"Nothing in the catalog matches {reference!r}. Use search_services to find its id.")
+        return item
 
-    async def get_service_detail(args: ServiceIdArgs, _ctx: ToolContext) -> ToolResult:
-        service = service_or_fail(args.service_id)
-        output = {**_row(service), "description": service.description, "photo_count": len(service.photos)}
+    async def get_service_detail(args: ServiceIdArgs, ctx: ToolContext) -> ToolResult:
+        data = await catalog_of(ctx)
+        item = item_or_fail(data, args.service_id)
+        language, default = ctx.customer_language, data.default_language
+        row = _row(item, language, default)
+        description = item.description.get(language) or item.description.get(default, "")
+        output = {**row, "description": description, "photo_count": len(item.photos)}
         return ToolResult(
             output=output,
-            evidence=_price_evidence([service]),
+            evidence=_price_evidence([item], data, language),
             summary={
-                "service_id": service.id,
-                "name": service.name,
-                "price": output["price"],
-                "price_is_set": service.price_is_set,
-                "turnaround_days": service.turnaround_days,
-                "min_order_quantity": service.min_order_quantity,
+                "service_id": item.id,
+                "name": item.display_name(default, default),
+                "price": row["price"],
+                "price_is_set": item.priced,
+                "turnaround_days": item.turnaround_days,
+                "min_order_quantity": item.min_quantity,
             },
-            state_key=service.id,
+            state_key=item.id,
         )
 
-    async def get_service_photos(args: PhotoArgs, _ctx: ToolContext) -> ToolResult:
-        service = service_or_fail(args.service_id)
-        photos = service.photos[: args.limit]
+    async def get_service_photos(args: PhotoArgs, ctx: ToolContext) -> ToolResult:
+        data = await catalog_of(ctx)
+        item = item_or_fail(data, args.service_id)
+        photos = item.photos[: args.limit]
+        urls = {p.id: _photo_url(deps.media_base_url, data.tenant_id, p) for p in photos}
+        language, default = ctx.customer_language, data.default_language
         return ToolResult(
             output={
-                "service_id": service.id,
-                "photos": [{"id": p.id, "url": photo_url(p.file), "caption": p.caption} for p in photos],
+                "service_id": item.id,
+                "photos": [
+                    {"id": p.id, "url": urls[p.id], "caption": pick(p.caption, language, default)} for p in photos
+                ],
             },
-            evidence=ToolEvidence(references=frozenset({service.id}), photos={p.id: photo_url(p.file) for p in photos}),
-            summary={"service_id": service.id, "photo_ids": [p.id for p in photos]},
-            state_key=f"photos:{service.id}",
+            evidence=ToolEvidence(references=frozenset({item.id}), photos=urls, revision=data.revision),
+            summary={"service_id": item.id, "photo_ids": [p.id for p in photos]},
+            state_key=f"photos:{item.id}",
         )
 
-    async def get_business_info(_args: NoArgs, _ctx: ToolContext) -> ToolResult:
-        info = business()
-        local = clock.now().astimezone(ZoneInfo(info.timezone))
-        output = {**info.model_dump(), "local_time_now": local.strftime("%A %H:%M")}
+    async def get_business_info(_args: NoArgs, ctx: ToolContext) -> ToolResult:
+        data = await catalog_of(ctx)
+        if data.profile is None:
+            raise ToolFailure("The business has not filled in its profile yet: offer to have the team answer.")
+        profile = data.profile
+        output = _business_output(data, ctx.customer_language, clock.now())
+        contacts = tuple(c for c in (profile.phone, profile.email, profile.website) if c)
         return ToolResult(
             output=output,
-            evidence=ToolEvidence(facts=frozenset({"business_info"}), contacts=(info.phone, info.email, info.website)),
-            summary={"address": info.address, "phone": info.phone, "hours": [h.model_dump() for h in info.hours]},
+            evidence=ToolEvidence(facts=frozenset({"business_info"}), contacts=contacts, revision=data.revision),
+            summary={"address": profile.address, "phone": profile.phone, "hours": output["weekly_hours"]},
             state_key="business",
         )
 
@@ -209,7 +270,9 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         return contact
 
     async def capture_lead(args: CaptureLeadArgs, ctx: ToolContext) -> ToolResult:
-        service = service_or_fail(args.service)
+        data = await catalog_of(ctx)
+        item = item_or_fail(data, args.service)
+        name = item.display_name(data.default_language, data.default_language)  # the operators' words
         now = clock.now()
         async with db.transaction() as session:
             contact = await contact_of(session, ctx)
@@ -219,7 +282,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             same = [
                 t
                 for t in await open_tasks(session, ctx.conversation_id, "follow_up")
-                if t.details.get("service_id") == service.id
+                if t.details.get("service_id") == item.id
             ]
             if same:  # a second capture of the same request updates nothing and opens nothing
                 task, created = same[0], False
@@ -230,10 +293,10 @@ def build_tools(deps: PackDeps) -> list[Tool]:
                     conversation_id=ctx.conversation_id,
                     kind="follow_up",
                     priority="normal",
-                    title=f"{service.name}: {args.summary_for_team}",
+                    title=f"{name}: {args.summary_for_team}",
                     details={
-                        "service_id": service.id,
-                        "service_name": service.name,
+                        "service_id": item.id,
+                        "service_name": name,
                         "quantity": args.quantity,
                         "details": args.details,
                         "summary": args.summary_for_team,
@@ -248,14 +311,14 @@ def build_tools(deps: PackDeps) -> list[Tool]:
                     session,
                     tenant_id=ctx.tenant_id,
                     kind="lead",
-                    text=f"New lead — {service.name}: {args.summary_for_team}",
+                    text=f"New lead — {name}: {args.summary_for_team}",
                     now=now,
                     conversation_id=ctx.conversation_id,
                     task_id=task.id,
                     dedupe_key=f"lead:{task.id}",
                 )
         saved_quantity = task.details.get("quantity")
-        output: dict[str, Any] = {"follow_up_id": task.id, "service": service.name, "status": "saved", "new": created}
+        output: dict[str, Any] = {"follow_up_id": task.id, "service": name, "status": "saved", "new": created}
         if not created:
             output["note"] = (
                 f"This request was already saved (quantity {saved_quantity}); nothing changed. "
@@ -264,11 +327,11 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         return ToolResult(
             output=output,
             evidence=ToolEvidence(
-                references=frozenset({service.id}),
+                references=frozenset({item.id}),
                 events=(("lead_captured", task.id),),
                 contacts=tuple(c for c in (contact.phone, contact.email) if c),  # saved: may be read back
             ),
-            summary={"follow_up_id": task.id, "service": service.name, "quantity": saved_quantity},
+            summary={"follow_up_id": task.id, "service": name, "quantity": saved_quantity},
             state_key=f"lead:{task.id}",
         )
 
@@ -339,16 +402,22 @@ def build_tools(deps: PackDeps) -> list[Tool]:
     return [
         Tool(
             "search_services",
-            "Find services the shop offers (name, price, turnaround, minimum quantity). Empty query lists all.",
+            "Find what the business offers, products and services (name, price, turnaround, minimum "
+            "quantity). Empty query lists all.",
             SearchServicesArgs,
             search_services,
         ),
-        Tool("get_service_detail", "Full details and price of one service, by id.", ServiceIdArgs, get_service_detail),
-        Tool("get_service_photos", "Photos of one service, by id (URLs you may show).", PhotoArgs, get_service_photos),
-        Tool("get_business_info", "Opening hours, address, phone, e-mail and website.", NoArgs, get_business_info),
+        Tool("get_service_detail", "Full details and price of one item, by id.", ServiceIdArgs, get_service_detail),
+        Tool("get_service_photos", "Photos of one item, by id (URLs you may show).", PhotoArgs, get_service_photos),
+        Tool(
+            "get_business_info",
+            "Opening hours (today, weekly, holidays), address, phone, e-mail and website.",
+            NoArgs,
+            get_business_info,
+        ),
         Tool(
             "capture_lead",
-            "Save the customer's request for the team: resolves the service, saves the contact, opens a "
+            "Save the customer's request for the team: resolves the item, saves the contact, opens a "
             "follow-up and notifies the team, all at once. Needs a name and a phone or e-mail.",
             CaptureLeadArgs,
             capture_lead,
