@@ -193,7 +193,8 @@ def chat(
 ) -> None:
     """Talk to the demo business, or your own (--tenant), from this terminal: the same store and
     pipeline as the web chat."""
-    settings = _demo_settings() if tenant is None else _settings()
+    # Either way, with no chat model configured: the embedded model when it is installed.
+    settings = _demo_settings()
     if tenant is None:
         settings = _demo_database(settings)
 

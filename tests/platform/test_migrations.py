@@ -22,6 +22,7 @@ from frontdesk.platform.store.engine import SQLITE_BUSY_TIMEOUT_MS, Database
 from frontdesk.platform.store.migrate import alembic_config, current_revision, upgrade
 from frontdesk.platform.store.schema import Base, Contact, Conversation, Message
 from frontdesk.platform.store.schema_search import FTS_TABLES
+from frontdesk.runtime import warn_tenants_without_data
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -239,3 +240,37 @@ async def test_a_database_with_data_from_the_first_release_upgrades_and_keeps_se
     assert policy in ({}, "{}")
     assert languages in (["en"], '["en"]')
     assert revision == 0
+
+
+async def test_a_print_shop_database_with_conversations_upgrades_to_the_catalog_pack_and_is_named_at_start(
+    empty_database: Database, caplog: pytest.LogCaptureFixture
+):
+    """0009 adds tenant columns without copying ``tenants`` (rows point at it), moves the print
+    shop's tenants to the catalog pack, and every start names a tenant whose catalog is empty."""
+    db = empty_database
+    await upgrade(db, "0008")
+    async with db.engine.begin() as conn:
+        for statement in (
+            "INSERT INTO tenants (id, name, pack, policy, created_at) "
+            "VALUES ('t1', 'Old Shop', 'printshop', '{}', :now)",
+            "INSERT INTO channel_accounts (id, tenant_id, channel, name, config, secrets, created_at) "
+            "VALUES ('old-chat-01', 't1', 'webchat', 'Chat', '{}', '{}', :now)",
+            "INSERT INTO contacts (id, tenant_id, channel_account_id, external_id, created_at) "
+            "VALUES ('ct_1', 't1', 'old-chat-01', 's1', :now)",
+            "INSERT INTO conversations (id, tenant_id, channel_account_id, contact_id, ai_enabled, version, "
+            "created_at, updated_at) VALUES ('conv_1', 't1', 'old-chat-01', 'ct_1', true, 0, :now, :now)",
+        ):
+            await conn.execute(text(statement), {"now": NOW})
+
+    await upgrade(db)
+    with caplog.at_level("WARNING", logger="frontdesk.runtime"):
+        await warn_tenants_without_data(db)
+
+    async with db.engine.connect() as conn:
+        pack = (await conn.execute(text("SELECT pack FROM tenants WHERE id = 't1'"))).scalar_one()
+        conversations = (await conn.execute(text("SELECT count(*) FROM conversations"))).scalar_one()
+    assert (pack, conversations) == ("catalog", 1)
+    assert await schema_diff(db) == []
+    (warning,) = [r.getMessage() for r in caplog.records if "t1" in r.getMessage()]
+    assert warning.startswith("tenant t1 has no catalog and profile yet")
+    assert "frontdesk catalog import FILE --tenant t1" in warning
