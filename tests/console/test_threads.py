@@ -9,11 +9,10 @@ import httpx2
 from console_kit import build_console, client, csrf_of, served, sign_in
 from sqlalchemy import select
 
-from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
 from frontdesk.platform.store.schema import Conversation, Message, Receipt, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry
 from frontdesk.platform.store.schema_vault import Credential
-from harness import replies
+from harness import replies, traces
 
 
 async def _thread(db, conversation_id):
@@ -192,8 +191,10 @@ async def test_policy_change_updates_the_prefix_hash_and_writes_an_audit_row(db)
     async with db.read() as session:
         tenant = await session.get(Tenant, "demo")
         entry = await session.scalar(select(AuditEntry).where(AuditEntry.action == "policy_changed"))
-    pack = console.runtime.agent_packs["catalog"]
-    expected = prefix_hash(static_prefix(tenant.name, merge_policy(pack.default_policy, tenant.policy), pack.playbook))
+    # The hash shown is the one the agent records on its next turn.
+    await console.customer_says("demo-webchat", "s-hash", "hello")
+    await console.drain()
+    expected = (await traces(db))[-1].prefix_hash
     assert saved.status_code == 303
     assert hash_after != hash_before
     assert hash_after == expected

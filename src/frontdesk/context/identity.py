@@ -132,6 +132,13 @@ def static_prefix(
     return f"{text}\n\n{pack_playbook.strip()}" if pack_playbook.strip() else text
 
 
+def tenant_playbooks(playbook: str, compact_playbook: str | None, tenant_lines: str) -> tuple[str, str | None]:
+    """A pack's playbooks with the lines one tenant's own data adds (its item index)."""
+    if not tenant_lines:
+        return playbook, compact_playbook
+    return f"{playbook}\n{tenant_lines}", f"{compact_playbook or playbook}\n{tenant_lines}"
+
+
 def prefix_hash(prefix: str) -> str:
     return hashlib.sha256(prefix.encode("utf-8")).hexdigest()
 

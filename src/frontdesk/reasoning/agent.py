@@ -24,7 +24,7 @@ from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
-from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix
+from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix, tenant_playbooks
 from frontdesk.context.knowledge import KnowledgeRegistry
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance
@@ -197,10 +197,8 @@ class Agent:
                 }
             )
         budget = self._budget.for_model(self.model_name)
-        playbook, compact_playbook = pack.playbook, pack.compact_playbook
-        if view is not None and view.playbook_lines:
-            playbook = f"{playbook}\n{view.playbook_lines}"
-            compact_playbook = f"{compact_playbook or pack.playbook}\n{view.playbook_lines}"
+        lines = view.playbook_lines if view is not None else ""
+        playbook, compact_playbook = tenant_playbooks(pack.playbook, pack.compact_playbook, lines)
         prefix = static_prefix(
             turn.business_name, policy, playbook, compact=budget.compact, compact_playbook=compact_playbook
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,6 +13,16 @@ from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.vault import Vault
 from frontdesk.settings import Settings
+
+
+class TenantShape(Protocol):
+    """What one tenant's own data adds to its prompt (``reasoning.agent.TenantTurnView`` fits)."""
+
+    @property
+    def playbook_lines(self) -> str: ...
+
+    @property
+    def policy_defaults(self) -> Mapping[str, Any]: ...
 
 
 class PolicySource(Protocol):
@@ -26,6 +36,9 @@ class PolicySource(Protocol):
 
     @property
     def compact_playbook(self) -> str | None: ...
+
+    @property
+    def for_tenant(self) -> Callable[[str], Awaitable[TenantShape]] | None: ...
 
 
 @dataclass(frozen=True)

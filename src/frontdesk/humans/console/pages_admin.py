@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
-from frontdesk.context.identity import IdentityPolicy, merge_policy, prefix_hash, static_prefix
+from frontdesk.context.identity import IdentityPolicy, merge_policy, prefix_hash, static_prefix, tenant_playbooks
 from frontdesk.errors import ConfigError, NotFoundError, PayloadError
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
@@ -49,13 +49,14 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             tenant, policy, digest = await _policy_of(deps, me)
             errors = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)]
             return page("policy.html", me, tenant=tenant, policy=policy, prefix_hash=digest, errors=errors, status=422)
-        _, old_policy, old_hash = await _policy_of(deps, me)
+        tenant, old_policy, old_hash = await _policy_of(deps, me)
+        lines = (await _shape(deps, tenant))[1]
         async with deps.db.transaction() as session:
             stored = await session.get(Tenant, me.tenant_id)
             if stored is None:
                 raise NotFoundError("no such tenant")
             stored.policy = new.model_dump()
-            new_hash = _hash(deps, stored, new)
+            new_hash = _hash(deps, stored, new, lines)
             changed = sorted(k for k in submitted if getattr(old_policy, k) != getattr(new, k))
             audit(
                 session,
@@ -144,18 +145,28 @@ async def _policy_of(deps: ConsoleDeps, me: Principal) -> tuple[Tenant, Identity
         tenant = await session.get(Tenant, me.tenant_id)
     if tenant is None:
         raise NotFoundError("no such tenant")
-    pack = deps.packs.get(tenant.pack)
+    defaults, lines = await _shape(deps, tenant)
     try:
-        policy = merge_policy(pack.default_policy if pack else {}, tenant.policy or {})
+        policy = merge_policy(defaults, tenant.policy or {})
     except ConfigError:  # a stored policy that no longer validates: show the pack's defaults to fix it
-        policy = merge_policy(pack.default_policy if pack else {}, {})
-    return tenant, policy, _hash(deps, tenant, policy)
+        policy = merge_policy(defaults, {})
+    return tenant, policy, _hash(deps, tenant, policy, lines)
 
 
-def _hash(deps: ConsoleDeps, tenant: Tenant, policy: IdentityPolicy) -> str:
+async def _shape(deps: ConsoleDeps, tenant: Tenant) -> tuple[dict[str, Any], str]:
+    """As the agent builds a prompt: the pack's default policy under what the tenant's own data
+    adds (the profile's description), and the lines its playbook gains (the item index)."""
+    pack = deps.packs.get(tenant.pack)
+    shape = await pack.for_tenant(tenant.id) if pack is not None and pack.for_tenant is not None else None
+    defaults = {**(pack.default_policy if pack else {}), **(shape.policy_defaults if shape else {})}
+    return defaults, shape.playbook_lines if shape else ""
+
+
+def _hash(deps: ConsoleDeps, tenant: Tenant, policy: IdentityPolicy, tenant_lines: str) -> str:
     """The prefix hash the agent will record on its next turn (same inputs as ``reasoning.agent``)."""
     pack = deps.packs.get(tenant.pack)
     playbook, compact_playbook = (pack.playbook, pack.compact_playbook) if pack else ("", None)
+    playbook, compact_playbook = tenant_playbooks(playbook, compact_playbook, tenant_lines)
     prefix = static_prefix(
         tenant.name, policy, playbook, compact=deps.compact_prompt, compact_playbook=compact_playbook
     )
