@@ -187,9 +187,7 @@ class _QuietExitServer(uvicorn.Server):
 
 @app.command()
 def chat(
-    tenant: Annotated[
-        str | None, typer.Option(help="talk to this business (its database) instead of the demo")
-    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="talk to this business (its database) instead of the demo")] = None,
 ) -> None:
     """Talk to the demo business, or your own (--tenant), from this terminal: the same store and
     pipeline as the web chat."""

@@ -7,6 +7,7 @@ with a warning, and are sealed at the next start once a key is configured."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,10 @@ from frontdesk.settings import Settings
 log = logging.getLogger(__name__)
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,40}$"
+# A web chat account's allowed_origins, checked when saved so a typo fails here rather than as a
+# widget that cannot connect. ORIGIN_PATTERN of ingestion/channels/webchat/origins.py, which reads
+# it (this module may not import a channel, tests/test_layers.py; a test holds the two together).
+_ORIGIN = re.compile(r"(?i)(https?)://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?/?")
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ async def upsert_account(
                 f" shows for its {own_id.names} (one app secret signs the webhooks of every {own_id.names}"
                 f" of a Meta app, and only {own_id.key} tells this account's apart)"
             )
+        if problem := allowed_origins_problem(config.get("allowed_origins", "")):
+            raise ConfigError(problem)
         merged = {k: str(v) for k, v in {**(account.secrets or {}), **secrets}.items() if v is not None}
         if vault.can_seal:
             for secret, value in merged.items():
@@ -125,6 +132,17 @@ async def upsert_account(
     prefix = credential_prefix(account_id)
     vaulted = [n[len(prefix) :] for n in await vault.names(tenant_id, prefix)]
     return summary(account, vaulted)
+
+
+def allowed_origins_problem(value: str) -> str | None:
+    """What is wrong with an ``allowed_origins`` value (comma-separated origins), or None."""
+    bad = [e.strip() for e in value.split(",") if e.strip() and not _ORIGIN.fullmatch(e.strip())]
+    if not bad:
+        return None
+    return (
+        f"allowed_origins: not an origin: {', '.join(map(repr, bad))}; write each as scheme://host[:port],"
+        " with no path (https://www.example.com), several separated by commas"
+    )
 
 
 async def _refuse_env_twin(session: AsyncSession, tenant_id: str, account_id: str) -> None:

@@ -354,9 +354,7 @@ async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_bu
     async with telegram(db, tmp_path) as live:
         async with db.transaction() as session:
             session.add(
-                Tenant(
-                    id="rival", name="Rival Prints", pack="catalog", policy={}, created_at=live.runtime.clock.now()
-                )
+                Tenant(id="rival", name="Rival Prints", pack="catalog", policy={}, created_at=live.runtime.clock.now())
             )
         await upsert_account(
             db,
