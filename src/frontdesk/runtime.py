@@ -458,7 +458,10 @@ def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
             return gateway, f"Model: {chat.name}, offline on this machine"  # the file's name, not its path
         spec = parse_model_spec(settings.model_chat)
         return gateway, f"Model: {spec.provider}:{spec.model}"  # never the base URL: the page is public
-    log.warning("no chat model configured (FRONTDESK_MODEL_CHAT): replies come from the offline demo script")
+    log.warning(
+        "no chat model configured (FRONTDESK_MODEL_CHAT): replies come from the offline script of the demo "
+        "print shop, which knows nothing of any other business; set a model before customers write"
+    )
     slots["chat"] = DEMO_MODEL
     label = "Offline demo model (scripted) — set FRONTDESK_MODEL_CHAT for a real one"
     return ModelGateway(slots, timeout_s=settings.model_timeout_s, local=local), label
