@@ -237,3 +237,32 @@ def test_a_quantity_range_is_not_a_phone_number():
 def test_a_name_said_in_the_message_is_a_signal_saving_can_start_with(text, named):
     # Without it, a capture turn does not force capture_lead first: a small model would invent a name.
     assert ("introduction" in ROUTER.route(text, NEW).signals) is named
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Bánh kem hôm qua mua về bị mốc, con mình ăn xong bị đau bụng", "vi"),
+        ("the cake I bought yesterday was stale and my kids got sick", "en"),
+        ("el pastel estaba mohoso y nos enfermamos", "es"),
+    ],
+)
+def test_a_complaint_about_food_is_a_request_for_a_person_in_any_shop(text, language):
+    """The complaint words are any shop's, not only a print shop's (misprints, torn banners)."""
+    decision = ROUTER.route(text, NEW)
+
+    assert (decision.intent, decision.language) == ("human_request", language)
+    assert "handoff" in decision.domains
+
+
+@pytest.mark.parametrize(
+    ("text", "domain"),
+    [
+        ("What's on your menu?", "catalog"),
+        ("cho mình xem thực đơn", "catalog"),
+        ("Tết tiệm có nghỉ không?", "business"),
+        ("are you closed on holidays?", "business"),
+    ],
+)
+def test_a_menu_or_a_holiday_question_unlocks_its_tools(text, domain):
+    assert domain in ROUTER.route(text, NEW).domains

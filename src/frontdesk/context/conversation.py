@@ -59,6 +59,8 @@ class ConversationContext:
     snapshot_replies_covered: int
     snapshot_updated_at: datetime | None
     last_language: str | None = None
+    # The languages the business answers in, its default first (``tenants.languages``).
+    languages: tuple[str, ...] = ("en",)
 
     @property
     def language_so_far(self) -> str | None:
@@ -66,6 +68,12 @@ class ConversationContext:
         if self.last_language:
             return self.last_language
         return self.episodic.preferred_language or None if self.episodic else None
+
+    @property
+    def likely_language(self) -> str:
+        """The conversation's language so far, else the business's default: what a message that
+        says nothing of its language is taken to be in (a bakery in Saigon is asked in Vietnamese)."""
+        return self.language_so_far or self.languages[0]
 
     @property
     def open_follow_up(self) -> bool:
@@ -120,6 +128,7 @@ class ContextLoader:
             snapshot_replies_covered=snapshot.replies_covered if snapshot else 0,
             snapshot_updated_at=snapshot.updated_at if snapshot else None,
             last_language=(last_route or {}).get("language"),
+            languages=tuple(str(x) for x in (tenant.languages or ["en"])) or ("en",),
         )
 
 

@@ -154,7 +154,7 @@ class Agent:
         pack = self.pack(context.pack)
         if turn.batch and all(m.transcript_quality == "failed" for m in turn.batch):
             # Nothing was understood: guessing would be worse than asking (no model call).
-            language = context.language_so_far or "en"
+            language = context.likely_language
             text = pack.voice_failed_texts.get(language, VOICE_FAILED_TEXT)
             result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="voice note not understood")
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
@@ -174,7 +174,7 @@ class Agent:
                 RouterState(
                     item_in_context=any(e.evidence.references for e in state.tool),
                     open_follow_up=context.open_follow_up,
-                    preferred_language=context.language_so_far,
+                    preferred_language=context.likely_language,
                     workflow_phase=flow[0] if flow else None,
                     workflow_domains=flow[1] if flow else frozenset(),
                     contact_named=bool(context.contact.name),
@@ -275,7 +275,7 @@ class Agent:
         own reply: the pack's hold message, in the conversation's language, without a model."""
         context = await self._loader.load(turn.conversation_id, self._clock.now())
         pack = self.pack(context.pack)
-        language = context.language_so_far or "en"
+        language = context.likely_language
         text = pack.fallback_texts.get(language, FALLBACK_TEXT)
         result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="courtesy reply after a hand-off")
         return AgentRun(result, route={"intent": "handed_off", "language": language})
