@@ -85,6 +85,7 @@ def _prepare_offline_model(runtime: Runtime) -> None:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration to FRONTDESK_DATABASE_URL."""
+    logging.getLogger("alembic").setLevel(logging.INFO)
 
     async def run() -> str | None:
         db = Database.from_url(_settings().database_url)
@@ -422,6 +423,8 @@ def receipts_replay(
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per platform call is noise at INFO
+    # Every command checks the schema's revision; only `db upgrade` reports what it migrates.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
         app()
     except ConfigError as exc:
