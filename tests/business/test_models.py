@@ -130,3 +130,8 @@ def test_an_item_needs_a_slug_id_and_a_name_in_the_default_language():
     assert spanish.language_problems(["vi", "en"], "vi") == [
         "name: written in es, which this business does not speak (vi, en)"
     ]
+
+
+def test_the_id_of_the_consoles_new_item_page_is_no_item_id():
+    with pytest.raises(ValidationError, match="'new' is reserved"):
+        ItemFields.model_validate({"id": "new", "name": {"en": "New arrivals"}, "price": "on_request"})

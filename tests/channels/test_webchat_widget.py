@@ -5,11 +5,9 @@ download) on another origin than frontdesk's, next to the chat page it shares it
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -22,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from browser_kit import BROWSER_ARGS, CHROMIUM, needs_chromium
 from frontdesk.app import create_app
 from frontdesk.cli_accounts import allowed_origins_problem, upsert_account
 from frontdesk.errors import ConfigError
@@ -285,23 +284,6 @@ def test_an_origin_is_written_as_browsers_send_it() -> None:
 
 # -- in a real browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
-# On a laptop without Chromium the browser tests are skipped; CI sets FRONTDESK_CI so that a
-# missing browser fails the run instead of silently skipping what they exist to prove.
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("FRONTDESK_CI"),
-    reason="needs Debian's chromium at /usr/bin/chromium",
-)
-
 # A business's site with rules as rude as CSS gets: every color red, every font serif, the widget's
 # own class names and tags hidden. None of it may reach the widget, and none of the widget's rules
 # may reach the site's own elements of the same class names.
@@ -338,7 +320,7 @@ async def chromium() -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
         try:
             yield await browser.new_page(viewport={"width": 1280, "height": 900})
         finally:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import struct
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -19,6 +23,8 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from frontdesk.app import create_app
+from frontdesk.business import ItemFields
+from frontdesk.business.catalog import item_fields
 from frontdesk.cli_operators import add_operator
 from frontdesk.demo import seed_demo
 from frontdesk.humans.console import ConsoleConfig, ConsoleDeps
@@ -27,10 +33,12 @@ from frontdesk.ingestion.events import InboundMessage
 from frontdesk.output.blocks import Block
 from frontdesk.output.delivery import Deliverer
 from frontdesk.output.rendering import DeliveryTarget, PlannedPart, SentPart, one_part_per_block
+from frontdesk.platform.ids import TenantId
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, ClaimRejection, Receipt, Tenant, TurnTrace
+from frontdesk.platform.store.schema_business import CatalogItemRow, CatalogPhotoRow
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 from harness import FAST, reply, script_client
@@ -39,6 +47,20 @@ ECHO = {"name": "echo", "default": [reply("echo: {user_text}")]}
 PASSWORD = "correct horse battery"
 OWNER, AGENT, OTHER = "owner@demo.test", "agent@demo.test", "owner@other.test"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+OTHER_ITEM, OTHER_PHOTO = "other-cards", "other-cards-1"
+
+SHOTS = Path(__file__).parent / "screenshots"  # the browser tests' screenshots
+
+
+def png(seed: int = 0, size: int = 2) -> bytes:
+    """A real PNG (``size`` x ``size`` pixels of one grey, from ``seed``): distinct seeds, distinct files."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 0, 0, 0, 0)
+    pixels = b"".join(b"\x00" + bytes([seed % 256]) * size for _ in range(size))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b"")
 
 
 class ManualClock:
@@ -193,8 +215,38 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
                 created_at=clock.now(),
             )
         )
-    console.ids.update(other_conversation=other_conv, other_task=task.id, other_receipt=str(receipt))
+    await _other_catalog(console)
+    console.ids.update(
+        other_conversation=other_conv,
+        other_task=task.id,
+        other_receipt=str(receipt),
+        other_item=OTHER_ITEM,
+        other_photo=OTHER_PHOTO,
+    )
     return console
+
+
+async def _other_catalog(console: Console) -> None:
+    """The other tenant's catalog: one item with one photo, seeded as data (no audit rows: the
+    tests count this tenant's audit trail), for every catalog route to refuse."""
+    runtime, now = console.runtime, console.clock.now()
+    fields = ItemFields.model_validate(
+        {"id": OTHER_ITEM, "name": {"en": "Other shop cards"}, "price": {"currency": "USD", "amount": 9}}
+    )
+    stored = await runtime.channel_deps.media.put(TenantId("other"), png(200), "image/png")
+    async with runtime.db.transaction() as session:
+        session.add(
+            CatalogItemRow(
+                tenant_id="other", id=OTHER_ITEM, position=0, active=True, data=item_fields(fields),
+                created_at=now, updated_at=now,
+            )
+        )  # fmt: skip
+        session.add(
+            CatalogPhotoRow(
+                tenant_id="other", id=OTHER_PHOTO, item_id=OTHER_ITEM, position=0, media_key=stored.key,
+                mime_type="image/png", caption={"en": "other tenant photo"}, created_at=now,
+            )
+        )  # fmt: skip
 
 
 @asynccontextmanager
@@ -217,6 +269,64 @@ async def csrf_of(http: httpx2.AsyncClient, path: str = "/console/conversations"
     token = CSRF.search(page.text)
     assert token, page.text
     return token[1]
+
+
+class _FormReader(HTMLParser):
+    """What a browser would post for one form of a page: named inputs (checked boxes and radios
+    only), textareas and selected options; disabled fieldsets and file inputs left out."""
+
+    def __init__(self, form_id: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.inside = False
+        self.fieldsets: list[bool] = []  # open fieldsets inside the form: disabled or not
+        self.fields: list[tuple[str, str]] = []
+        self._textarea: str | None = None
+        self._select: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.inside = a.get("id") == self.form_id
+        if not self.inside:
+            return
+        if tag == "fieldset":
+            self.fieldsets.append("disabled" in a)
+        if tag == "option" and self._select and "selected" in a:
+            self.fields.append((self._select, a.get("value", "")))
+        name = a.get("name")
+        if any(self.fieldsets) or not name:
+            return
+        if tag == "input" and a.get("type", "text") not in ("file", "submit", "button"):
+            if a.get("type") not in ("checkbox", "radio") or "checked" in a:
+                self.fields.append((name, a.get("value", "on" if a.get("type") == "checkbox" else "")))
+        elif tag == "textarea":
+            self._textarea, self._text = name, []
+        elif tag == "select":
+            self._select = name
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = False
+        elif tag == "fieldset" and self.inside and self.fieldsets:
+            self.fieldsets.pop()
+        elif tag == "textarea" and self._textarea is not None:
+            self.fields.append((self._textarea, "".join(self._text).removeprefix("\n")))
+            self._textarea = None
+        elif tag == "select":
+            self._select = None
+
+
+def form_fields(html: str, form_id: str) -> dict[str, str]:
+    """The fields a browser would post from the form ``form_id`` of ``html`` (one value a name)."""
+    reader = _FormReader(form_id)
+    reader.feed(html)
+    return dict(reader.fields)
 
 
 class _QuietServer(uvicorn.Server):

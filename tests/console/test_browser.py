@@ -5,35 +5,16 @@ saved under ``tests/console/screenshots/``."""
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import httpx2
-import pytest
-from console_kit import OWNER, PASSWORD, build_console, served
+from console_kit import OWNER, PASSWORD, SHOTS, build_console, served
 
+from browser_kit import BROWSER_ARGS, CHROMIUM, needs_chromium
 from frontdesk.platform.store.schema import Conversation
 from harness import replies
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).parent / "screenshots"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
-
-# On a laptop without Chromium the test is skipped; CI sets FRONTDESK_CI so that a missing
-# browser fails the run instead of silently skipping the flow it exists to prove.
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("FRONTDESK_CI"),
-    reason="needs Debian's chromium at /usr/bin/chromium",
-)
+pytestmark = needs_chromium
 
 
 async def test_operator_flow_in_a_real_browser(db):
@@ -54,7 +35,7 @@ async def test_operator_flow_in_a_real_browser(db):
             httpx2.AsyncClient(base_url=base, timeout=10) as customer,
             async_playwright() as p,
         ):
-            browser = await p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+            browser = await p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             page = await browser.new_page(viewport={"width": 412, "height": 915})  # a phone
 
             async def shot(name: str) -> None:

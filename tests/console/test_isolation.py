@@ -4,9 +4,11 @@ CSRF token is refused (403), and every page wants a session."""
 from __future__ import annotations
 
 import pytest
-from console_kit import build_console, client, csrf_of, sign_in
+from console_kit import OTHER_ITEM, OTHER_PHOTO, build_console, client, csrf_of, png, sign_in
 from sqlalchemy import select
 
+from frontdesk.business import BusinessStore
+from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.schema import Conversation, Message, Task
 from frontdesk.platform.store.schema_console import AuditEntry
 
@@ -20,7 +22,20 @@ ID_ROUTES = [
     ("POST", "/console/receipts/{other_receipt}/replay"),
     ("POST", "/console/tasks/{other_task}"),
     ("POST", "/console/accounts/other-webchat/credentials"),
+    ("GET", "/console/catalog/{other_item}"),
+    ("POST", "/console/catalog/{other_item}"),
+    ("POST", "/console/catalog/{other_item}/active"),
+    ("POST", "/console/catalog/{other_item}/move"),
+    ("POST", "/console/catalog/{other_item}/photos"),
+    ("POST", "/console/catalog/{other_item}/photos/{other_photo}/caption"),
+    ("POST", "/console/catalog/{other_item}/photos/{other_photo}/move"),
+    ("POST", "/console/catalog/{other_item}/photos/{other_photo}/remove"),
+    # The other tenant's photo under an item of our own.
+    ("POST", "/console/catalog/business-cards/photos/{other_photo}/caption"),
+    ("POST", "/console/catalog/business-cards/photos/{other_photo}/move"),
+    ("POST", "/console/catalog/business-cards/photos/{other_photo}/remove"),
 ]
+# The form each route posts, by the first key found in its path.
 FORMS = {
     "ai": {"enabled": "false"},
     "reply": {"text": "leak?"},
@@ -30,7 +45,23 @@ FORMS = {
     "delete": {},
     "subscriptions": {"kind": "lead", "subscriber": "operator:nobody", "route": "any"},
     "webhooks": {"name": "leak", "url": "https://example.test/hook"},
+    "caption": {"caption.en": "leak?"},
+    "move": {"direction": "down"},
+    "remove": {},
+    "active": {"active": "false"},
+    "photos": {"caption.en": "leak?"},
+    "catalog": {
+        "id": "leak",
+        "category": "leak",
+        "name.en": "leak?",
+        "price.kind": "amounts",
+        "price.currency": "USD",
+        "tiers.0.quantity": "1",
+        "tiers.0.amount": "1",
+        "min_quantity": "1",
+    },
 }
+UPLOAD = {"photo": ("leak.png", png(7), "image/png")}
 POSTS = [
     "/console/logout",
     "/console/policy",
@@ -43,6 +74,15 @@ POSTS = [
     "/console/notifications/subscriptions",
     "/console/notifications/subscriptions/1/delete",
     "/console/notifications/webhooks",
+    "/console/business",
+    "/console/catalog/new",
+    "/console/catalog/business-cards",
+    "/console/catalog/business-cards/active",
+    "/console/catalog/business-cards/move",
+    "/console/catalog/business-cards/photos",
+    "/console/catalog/business-cards/photos/business-cards-1/caption",
+    "/console/catalog/business-cards/photos/business-cards-1/move",
+    "/console/catalog/business-cards/photos/business-cards-1/remove",
 ]
 PAGES = [
     "/console/conversations",
@@ -55,6 +95,9 @@ PAGES = [
     "/console/deliveries",
     "/console/notifications",
     "/console/catalog",
+    "/console/catalog/new",
+    "/console/catalog/business-cards",
+    "/console/business",
     "/console/models",
 ]
 
@@ -63,20 +106,33 @@ def _form(path: str) -> dict[str, str]:
     return next((form for key, form in FORMS.items() if f"/{key}" in path), {})
 
 
+def _files(path: str) -> dict[str, tuple[str, bytes, str]] | None:
+    return UPLOAD if path.endswith("/photos") else None
+
+
+async def _catalog_of(db, tenant: str) -> tuple[int, list[tuple[str, bool, list[tuple[str, dict]]]]]:
+    data = await BusinessStore(db, SystemClock()).read(tenant)
+    return data.revision, [(i.id, i.active, [(p.id, dict(p.caption)) for p in i.photos]) for i in data.items]
+
+
 @pytest.mark.parametrize(("method", "path"), ID_ROUTES)
 async def test_route_refuses_another_tenants_id(db, method, path):
     console = await build_console(db)
     url = path.format(**console.ids)
+    other_catalog = await _catalog_of(db, "other")
     async with client(console) as http:
         await sign_in(http)
         token = await csrf_of(http)
         if method == "GET":
             response = await http.get(url)
         else:
-            response = await http.post(url, data={"csrf": token, **_form(path)})
+            response = await http.post(url, data={"csrf": token, **_form(path)}, files=_files(path))
 
     assert response.status_code == 404, response.text
     assert "hello from the other shop" not in response.text
+    for other_id in (OTHER_ITEM, OTHER_PHOTO, "Other shop cards", "other tenant photo"):
+        assert other_id not in response.text  # not even the id it was given
+    assert await _catalog_of(db, "other") == other_catalog
     async with db.read() as session:  # and nothing happened to the other tenant's rows
         conversation = await session.get(Conversation, console.ids["other_conversation"])
         task = await session.get(Task, console.ids["other_task"])
@@ -111,6 +167,9 @@ async def test_lists_show_only_the_operators_tenant(db):
         assert "other tenant task" not in page
         assert "other tenant rejected reply" not in page
         assert f'data-receipt="{console.ids["other_receipt"]}"' not in page
+        assert OTHER_ITEM not in page
+        assert "Other shop cards" not in page
+        assert "other tenant photo" not in page
 
 
 async def _own_ids(console) -> dict[str, str]:
@@ -147,7 +206,7 @@ async def test_post_without_the_csrf_token_is_refused(db, path, token):
         data = {**_form(path), "email": "owner@demo.test", "password": "x" * 12}
         if token == "wrong":
             data["csrf"] = "forged-token"
-        response = await http.post(url, data=data)
+        response = await http.post(url, data=data, files=_files(path))
         still_signed_in = await http.get("/console/conversations")
 
     assert response.status_code == 403, response.text

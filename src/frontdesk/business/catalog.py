@@ -20,6 +20,7 @@ from frontdesk.business.text import LanguageCode, LongText, ShortText, language_
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 Slug = Annotated[str, Field(min_length=1, max_length=60, pattern=SLUG_PATTERN)]
 ON_REQUEST = "on_request"
+RESERVED_IDS = frozenset({"new"})  # /console/catalog/new is the form for a new item
 
 
 class Currency(BaseModel):
@@ -173,6 +174,13 @@ class ItemFields(_Frozen):
     min_quantity: int = Field(default=1, ge=1, le=10_000_000)
     synonyms: Synonyms = Field(default_factory=dict)
     active: bool = True
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value in RESERVED_IDS:
+            raise ValueError(f"{value!r} is reserved (the console's page for a new item): choose another id")
+        return value
 
     @field_validator("name")
     @classmethod

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.business._problems import problems
 from frontdesk.business.catalog import CatalogItem, ItemFields, Photo, item_fields
 from frontdesk.business.photos import checked_photo
 from frontdesk.business.profile import BusinessProfile
-from frontdesk.business.text import language_problems
+from frontdesk.business.text import ShortText, language_problems
 from frontdesk.errors import NotFoundError, PayloadError
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import TenantId
@@ -217,6 +219,7 @@ class BusinessStore:
         """Check the bytes, store them in the media store, and add them last to the item's gallery."""
         if self._media is None:
             raise PayloadError("photo uploads need a media store")
+        caption = _checked_caption(caption)
         mime = checked_photo(data, "the photo")
         async with self._db.read() as session:  # refuse an unknown item before storing any byte
             await self._item_row_of(session, tenant_id, item_id)
@@ -236,7 +239,9 @@ class BusinessStore:
             if len(existing) >= 20:
                 raise PayloadError(f"{item_id} has 20 photos already: remove one first")
             taken = set(await session.scalars(select(CatalogPhotoRow.id).where(CatalogPhotoRow.tenant_id == tenant_id)))
-            photo_id = next(f"{item_id}-{n}" for n in range(1, 10_000) if f"{item_id}-{n}" not in taken)
+            # A photo id is a slug of at most 60 characters, like the item's: a long item id is cut.
+            stem = item_id[:54].rstrip("-")
+            photo_id = next(f"{stem}-{n}" for n in range(1, 10_000) if f"{stem}-{n}" not in taken)
             position = max((r.position for r in existing), default=-1) + 1
             session.add(
                 CatalogPhotoRow(
@@ -263,6 +268,7 @@ class BusinessStore:
             self._audit(session, tenant, actor, "catalog.photo_remove", photo_id, {"item": row.item_id})
 
     async def set_photo_caption(self, tenant_id: str, photo_id: str, caption: dict[str, str], actor: Actor) -> None:
+        caption = _checked_caption(caption)
         async with self._db.transaction() as session:
             tenant = await self._tenant(session, tenant_id)
             _refuse([f"caption: {p}" for p in _caption_problems(caption, tenant_languages(tenant))])
@@ -366,6 +372,19 @@ def _dump(profile: BusinessProfile | None) -> dict[str, Any]:
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
     """Field -> [before, after], for the fields that differ."""
     return {k: [before.get(k), after.get(k)] for k in sorted({*before, *after}) if before.get(k) != after.get(k)}
+
+
+_CAPTION: TypeAdapter[dict[str, str]] = TypeAdapter(ShortText)
+
+
+def _checked_caption(caption: dict[str, str]) -> dict[str, str]:
+    """The caption as ``Photo`` reads it back (trimmed, at most 200 characters per language, no
+    NUL): stored unchecked, one bad caption would make every later read of the catalog fail."""
+    try:
+        return _CAPTION.validate_python(caption)
+    except ValidationError as exc:
+        found = [f"caption: {p}" for p in problems(exc)]
+        raise PayloadError("; ".join(found), details=found) from exc
 
 
 def _caption_problems(caption: dict[str, str], languages: list[str]) -> list[str]:

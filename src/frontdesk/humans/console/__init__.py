@@ -22,7 +22,9 @@ from frontdesk.errors import NotFoundError
 from frontdesk.humans.console import (
     pages_admin,
     pages_auth,
+    pages_business,
     pages_catalog,
+    pages_catalog_edit,
     pages_credentials,
     pages_notify,
     pages_reports,
@@ -57,5 +59,7 @@ def console_router(deps: ConsoleDeps) -> APIRouter:
     pages_reports.add_routes(router, deps)
     pages_credentials.add_routes(router, deps)
     pages_notify.add_routes(router, deps)
+    pages_business.add_routes(router, deps)
     pages_catalog.add_routes(router, deps)
+    pages_catalog_edit.add_routes(router, deps)
     return router

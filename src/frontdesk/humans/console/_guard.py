@@ -33,6 +33,18 @@ async def actor(deps: ConsoleDeps, request: Request, *, owner: bool = False) -> 
     return principal
 
 
+async def uploader(deps: ConsoleDeps, request: Request) -> Principal:
+    """For uploads, before their body is read: a live session (401) and the owner role (403), so
+    only an owner's browser ever makes us read a body the size of a photo. The caller then reads
+    the body (capped) and checks its CSRF token (``csrf.require``)."""
+    principal = await current_principal(deps, request)
+    if principal is None:
+        raise AuthError("your session has ended: sign in again")
+    if not principal.is_owner:
+        raise ForbiddenError("only an owner can change this")
+    return principal
+
+
 def redirect(location: str) -> HTTPException:
     """A 303 after a post (post/redirect/get), so a reload never repeats the action."""
     return HTTPException(303, "see other", headers={"Location": location})

@@ -18,25 +18,26 @@ PRE_LOGIN_COOKIE = "frontdesk_console_login"
 MAX_FORM_BYTES = 64 * 1024  # the largest console form (policy) is a few kilobytes
 
 
-async def read_form(request: Request) -> FormData:
-    """The posted form, refused (413) once it passes ``MAX_FORM_BYTES``: by its declared length
+async def read_form(request: Request, limit: int = MAX_FORM_BYTES) -> FormData:
+    """The posted form, refused (413) once it passes ``limit`` bytes: by its declared length
     before a byte is read, else while it streams in (a chunked body declares none). Read once
     per request; later calls get the same form. The sign-in form is posted before anyone is
-    known, so nothing bigger than a form may reach memory."""
+    known, so nothing bigger than a form may reach memory; only a photo upload, whose session
+    and role are checked first, reads with a larger ``limit``."""
     cached = getattr(request.state, "console_form", None)
     if isinstance(cached, FormData):
         return cached
     declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
-        raise TooLargeError(f"the form is {declared} bytes; the limit is {MAX_FORM_BYTES}")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise TooLargeError(f"the form is {declared} bytes; the limit is {limit}")
     received = 0
 
     async def capped() -> Any:
         nonlocal received
         message = await request.receive()
         received += len(message.get("body", b""))
-        if received > MAX_FORM_BYTES:
-            raise TooLargeError(f"the form is over the {MAX_FORM_BYTES}-byte limit")
+        if received > limit:
+            raise TooLargeError(f"the form is over the {limit}-byte limit")
         return message
 
     form = await Request(request.scope, capped).form()
