@@ -8,7 +8,7 @@ against the tenant's own (``tenants.languages``) before touching anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -202,14 +202,9 @@ class BusinessStore:
                 r.id: r
                 for r in await session.scalars(select(CatalogItemRow).where(CatalogItemRow.tenant_id == tenant_id))
             }
-            if sorted(ordered) != sorted(rows):
-                raise PayloadError("the new order must name every item of the catalog exactly once")
-            before = [r.id for r in sorted(rows.values(), key=lambda r: (r.position, r.id))]
-            if before == list(ordered):
-                return
-            for position, item_id in enumerate(ordered):
-                rows[item_id].position = position
-            self._audit(session, tenant, actor, "catalog.reorder", None, {"order": [before, list(ordered)]})
+            before = _apply_order(rows, ordered, "every item of the catalog")
+            if before is not None:
+                self._audit(session, tenant, actor, "catalog.reorder", None, {"order": [before, list(ordered)]})
 
     # -- photos
 
@@ -291,14 +286,10 @@ class BusinessStore:
                     )
                 )
             }
-            if sorted(ordered) != sorted(rows):
-                raise PayloadError(f"the new order must name every photo of {item_id} exactly once")
-            before = [r.id for r in sorted(rows.values(), key=lambda r: (r.position, r.id))]
-            if before == list(ordered):
-                return
-            for position, photo_id in enumerate(ordered):
-                rows[photo_id].position = position
-            self._audit(session, tenant, actor, "catalog.photo_reorder", item_id, {"order": [before, list(ordered)]})
+            before = _apply_order(rows, ordered, f"every photo of {item_id}")
+            if before is not None:
+                changes = {"order": [before, list(ordered)]}
+                self._audit(session, tenant, actor, "catalog.photo_reorder", item_id, changes)
 
     # -- helpers shared with the importer
 
@@ -363,6 +354,21 @@ def record_change(
             created_at=now,
         )
     )
+
+
+def _apply_order(
+    rows: Mapping[str, CatalogItemRow | CatalogPhotoRow], ordered: Sequence[str], what: str
+) -> list[str] | None:
+    """Give ``rows`` the positions of ``ordered`` (naming each exactly once); the order before,
+    or None when it was already this one."""
+    if sorted(ordered) != sorted(rows):
+        raise PayloadError(f"the new order must name {what} exactly once")
+    before = [r.id for r in sorted(rows.values(), key=lambda r: (r.position, r.id))]
+    if before == list(ordered):
+        return None
+    for position, row_id in enumerate(ordered):
+        rows[row_id].position = position
+    return before
 
 
 def _dump(profile: BusinessProfile | None) -> dict[str, Any]:
