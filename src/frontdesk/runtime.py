@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from frontdesk import __version__
 from frontdesk.capabilities.confirmation import PendingActions
@@ -321,15 +321,17 @@ def agent_packs(
 
 
 def tenant_view(pack: Pack, deps: PackDeps) -> TenantView:
-    """The pack as each tenant's data shapes it, read at every turn; the router compiled from the
-    tenant's item words is kept until the tenant's data changes (its revision)."""
+    """The pack as each tenant's data shapes it, kept until the tenant's data changes: a caller
+    that knows the current revision (the turn's context loaded it) costs no read while it holds."""
     assert pack.tenant_data is not None
     read = pack.tenant_data
     built: dict[str, tuple[int, TenantTurnView]] = {}
 
-    async def view(tenant_id: str) -> TenantTurnView:
-        data = await read(deps, tenant_id)
+    async def view(tenant_id: str, revision: int | None = None) -> TenantTurnView:
         cached = built.get(tenant_id)
+        if cached is not None and revision is not None and cached[0] == revision:
+            return cached[1]
+        data = await read(deps, tenant_id)
         if cached is not None and cached[0] == data.revision:
             return cached[1]
         fresh = TenantTurnView(Router(pack.lexicons, data.item_words), data.playbook_lines, data.policy_defaults)
@@ -343,24 +345,24 @@ async def warn_tenants_without_data(db: Database) -> None:
     """Name, at every start, each tenant of the catalog pack whose catalog or profile is empty:
     its customers would hear only "the team will get back to you" (tenants upgraded from the
     print shop pack, whose data was files in the code, are such tenants)."""
-    async with db.read() as session:
-        rows = list(await session.execute(select(Tenant.id).where(Tenant.pack == "catalog")))
-        for (tenant_id,) in rows:
-            items = await session.scalar(
-                select(func.count()).select_from(CatalogItemRow).where(CatalogItemRow.tenant_id == tenant_id)
+    has_items = select(CatalogItemRow.tenant_id).where(CatalogItemRow.tenant_id == Tenant.id).exists()
+    has_profile = select(BusinessProfileRow.tenant_id).where(BusinessProfileRow.tenant_id == Tenant.id).exists()
+    async with db.read() as session:  # one query, however many tenants
+        rows = list(
+            await session.execute(
+                select(Tenant.id, has_items, has_profile).where(Tenant.pack == "catalog").order_by(Tenant.id)
             )
-            profile = await session.get(BusinessProfileRow, tenant_id)
-            if not items or profile is None:
-                missing = " and ".join(
-                    m for m, empty in (("catalog", not items), ("profile", profile is None)) if empty
-                )
-                log.warning(
-                    "tenant %s has no %s yet: import its business file with "
-                    "`frontdesk catalog import FILE --tenant %s` (docs/business-data.md)",
-                    tenant_id,
-                    missing,
-                    tenant_id,
-                )
+        )
+    for tenant_id, items, profile in rows:
+        missing = " and ".join(m for m, present in (("catalog", items), ("profile", profile)) if not present)
+        if missing:
+            log.warning(
+                "tenant %s has no %s yet: import its business file with "
+                "`frontdesk catalog import FILE --tenant %s` (docs/business-data.md)",
+                tenant_id,
+                missing,
+                tenant_id,
+            )
 
 
 def schema_fit(budget: ContextBudget) -> SchemaFit:

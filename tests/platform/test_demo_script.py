@@ -77,7 +77,7 @@ async def ask(demo: ModelClient, printshop: AgentPack, text: str) -> GenerationR
     """One turn as the agent runs it, without the turn assembler: the router picks the tools the
     turn is offered, and the verification gate checks the reply."""
     assert printshop.for_tenant is not None
-    router = (await printshop.for_tenant(DEMO_TENANT)).router
+    router = (await printshop.for_tenant(DEMO_TENANT, None)).router
     bundle = printshop.catalog.bundle(router.route(text, RouterState()))
     return await run_generation(demo, user(text), bundle, CONTEXT, state=WorkingState(now=datetime.now(UTC)))
 

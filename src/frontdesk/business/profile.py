@@ -30,7 +30,8 @@ WEEKDAY_NAMES = {
 _RANGE = re.compile(r"(\d{1,2}):(\d{2})\s*[-\u2013]\s*(\d{1,2}):(\d{2})")
 _PHONE_JUNK = re.compile(r"[\s().\-\u00a0]")
 _E164 = re.compile(r"\+[1-9]\d{6,14}")
-_EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}")
+# An e-mail address, loosely: the one shape every e-mail field of frontdesk accepts.
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}")
 _WEBSITE = re.compile(r"https?://[^\s/?#]+\.[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)
 
 
@@ -81,7 +82,7 @@ def e164(value: str) -> str:
 
 
 def _email(value: str) -> str:
-    if not _EMAIL.fullmatch(value.strip()):
+    if not EMAIL.fullmatch(value.strip()):
         raise ValueError(f"{value!r} is not an e-mail address")
     return value.strip().lower()
 

@@ -222,7 +222,7 @@ class BusinessStore:
         async with self._db.transaction() as session:
             tenant = await self._tenant(session, tenant_id)
             languages = tenant_languages(tenant)
-            _refuse([f"caption: {p}" for p in _caption_problems(caption, languages)])
+            _refuse(language_problems("caption", caption, languages))
             await self._item_row_of(session, tenant_id, item_id)
             existing = list(
                 await session.scalars(
@@ -266,7 +266,7 @@ class BusinessStore:
         caption = _checked_caption(caption)
         async with self._db.transaction() as session:
             tenant = await self._tenant(session, tenant_id)
-            _refuse([f"caption: {p}" for p in _caption_problems(caption, tenant_languages(tenant))])
+            _refuse(language_problems("caption", caption, tenant_languages(tenant)))
             row = await session.get(CatalogPhotoRow, (tenant_id, photo_id))
             if row is None:
                 raise NotFoundError(f"no photo {photo_id!r}")
@@ -391,10 +391,6 @@ def _checked_caption(caption: dict[str, str]) -> dict[str, str]:
     except ValidationError as exc:
         found = [f"caption: {p}" for p in problems(exc)]
         raise PayloadError("; ".join(found), details=found) from exc
-
-
-def _caption_problems(caption: dict[str, str], languages: list[str]) -> list[str]:
-    return language_problems("caption", caption, languages)
 
 
 def _refuse(problems: list[str]) -> None:

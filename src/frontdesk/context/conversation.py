@@ -61,6 +61,8 @@ class ConversationContext:
     last_language: str | None = None
     # The languages the business answers in, its default first (``tenants.languages``).
     languages: tuple[str, ...] = ("en",)
+    # The revision of the tenant's business data (``tenants.data_revision``) at this load.
+    data_revision: int = 0
 
     @property
     def language_so_far(self) -> str | None:
@@ -129,6 +131,7 @@ class ContextLoader:
             snapshot_updated_at=snapshot.updated_at if snapshot else None,
             last_language=(last_route or {}).get("language"),
             languages=tuple(str(x) for x in (tenant.languages or ["en"])) or ("en",),
+            data_revision=int(tenant.data_revision or 0),
         )
 
 

@@ -89,7 +89,8 @@ class TenantTurnView:
 
 
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
-TenantView = Callable[[str], Awaitable[TenantTurnView]]
+# (tenant id, its data revision when the caller has read it) -> the view
+TenantView = Callable[[str, int | None], Awaitable[TenantTurnView]]
 
 
 class ModelOutage(Exception):
@@ -158,7 +159,7 @@ class Agent:
             text = pack.voice_failed_texts.get(language, VOICE_FAILED_TEXT)
             result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="voice note not understood")
             return AgentRun(result, route={"intent": "voice_not_understood", "language": language})
-        view = await pack.for_tenant(context.tenant_id) if pack.for_tenant is not None else None
+        view = await pack.for_tenant(context.tenant_id, context.data_revision) if pack.for_tenant else None
         router = view.router if view is not None else pack.router
         defaults = {**pack.default_policy, **(view.policy_defaults if view is not None else {})}
         policy = merge_policy(defaults, context.policy_overrides)

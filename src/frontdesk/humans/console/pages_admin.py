@@ -157,7 +157,8 @@ async def _shape(deps: ConsoleDeps, tenant: Tenant) -> tuple[dict[str, Any], str
     """As the agent builds a prompt: the pack's default policy under what the tenant's own data
     adds (the profile's description), and the lines its playbook gains (the item index)."""
     pack = deps.packs.get(tenant.pack)
-    shape = await pack.for_tenant(tenant.id) if pack is not None and pack.for_tenant is not None else None
+    revision = tenant.data_revision
+    shape = await pack.for_tenant(tenant.id, revision) if pack is not None and pack.for_tenant is not None else None
     defaults = {**(pack.default_policy if pack else {}), **(shape.policy_defaults if shape else {})}
     return defaults, shape.playbook_lines if shape else ""
 

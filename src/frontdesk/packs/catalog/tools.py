@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
-from frontdesk.business.profile import weekly_lines
+from frontdesk.business.profile import EMAIL, weekly_lines
 from frontdesk.business.text import pick
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
@@ -27,7 +27,6 @@ from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
 
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,25}$")
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 
 
 class _Args(BaseModel):
@@ -45,7 +44,7 @@ def _phone(value: str | None) -> str | None:
 def _email(value: str | None) -> str | None:
     if value is None or value == "":
         return None
-    if not _EMAIL.match(value):
+    if not EMAIL.fullmatch(value):
         raise ValueError("not an e-mail address")
     return value.lower()
 
