@@ -37,9 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from frontdesk.business import BusinessStore
-from frontdesk.business.store import Actor
 from frontdesk.business.files import read_business_file
 from frontdesk.business.importing import Importer
+from frontdesk.business.store import Actor
 from frontdesk.business.tenants import TenantChange, add_tenant
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
 from frontdesk.context.ledgers import LedgerStore, WorkingState
