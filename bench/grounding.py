@@ -43,13 +43,15 @@ from frontdesk.business.store import Actor
 from frontdesk.business.tenants import TenantChange, add_tenant
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
 from frontdesk.context.ledgers import LedgerStore, WorkingState
+from frontdesk.output.blocks import Block, ImageGroupBlock, TextBlock
 from frontdesk.packs import PackDeps
-from frontdesk.packs.catalog import PACK
+from frontdesk.packs.catalog import PACK, tenant_data
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import upgrade
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Task
+from frontdesk.reasoning.loop import reply_content
 from frontdesk.verification import ReplyContent, Verdict, verify
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,6 +145,9 @@ class World:
     tools: dict[str, Tool]
     photo_urls: dict[str, dict[str, str]]  # business -> photo id -> served URL
     accounts: dict[str, str]
+    policy: dict[str, list[str]] = field(default_factory=dict)  # business -> the owner's policy text
+    zones: dict[str, str] = field(default_factory=dict)
+    item_words: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 class FixedClock:
@@ -181,7 +186,14 @@ async def build_world(folder: Path, clock: FixedClock) -> World:
         data = await BusinessStore(db, clock).read(tenant)
         photo_urls[tenant] = {p.id: f"{MEDIA_BASE}/{tenant}/{p.file_name}" for item in data.items for p in item.photos}
     tools = {t.name: t for t in PACK.build_tools(PackDeps(db, clock, MEDIA_BASE))}
-    return World(db, tools, photo_urls, accounts)
+    world = World(db, tools, photo_urls, accounts)
+    for tenant in BUSINESSES:
+        data = await BusinessStore(db, clock).read(tenant)
+        view = await tenant_data(PackDeps(db, clock, MEDIA_BASE), tenant)
+        world.policy[tenant] = [str(view.policy_defaults.get("business_description", ""))]
+        world.zones[tenant] = data.timezone
+        world.item_words[tenant] = {k: list(v) for k, v in view.item_words.items()}
+    return world
 
 
 @dataclass
@@ -255,22 +267,29 @@ async def prepare(world: World, clock: FixedClock, record: Record) -> Prepared:
         state.open_references = frozenset(open_tasks)
     customer_said = [*(s.text for s in record.history if s.role == "customer"), *record.customer]
     state.customer_contacts = tuple(customer_said)
-    texts: list[str] = []
-    urls: list[str] = []
+    # As the agent sets them for a turn (reasoning/agent.py): the owner's text, the clock's zone,
+    # the items' names and the tools offered.
+    state.policy_texts = tuple(world.policy[tenant]) + tuple(record.owner_policy)
+    state.timezone = world.zones[tenant]
+    state.item_words = world.item_words[tenant]
+    state.tool_names = frozenset(world.tools)
+    blocks: list[Block] = []
     for part in record.reply:
         if isinstance(part, TextPart):
-            texts.append(part.text)
+            blocks.append(TextBlock(text=part.text))
             continue
+        urls = list(part.urls)
         for photo in part.photos:
             url = world.photo_urls[tenant].get(photo)
             if url is None:
                 problems.append(f"no photo {photo!r} in {tenant}")
             else:
                 urls.append(url)
-        urls.extend(part.urls)
-        if part.caption:
-            texts.append(part.caption)
-    return Prepared(record, state, ReplyContent("\n".join(texts), tuple(urls)), problems)
+        if urls:
+            blocks.append(ImageGroupBlock.model_validate({"urls": urls, "caption": part.caption}))
+    # As the loop hands a reply to the gate: its text, its image URLs, each image group with
+    # its caption and the text before it.
+    return Prepared(record, state, reply_content(blocks), problems)
 
 
 def judge(prepared: Prepared) -> tuple[Verdict, float]:

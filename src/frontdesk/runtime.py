@@ -334,7 +334,9 @@ def tenant_view(pack: Pack, deps: PackDeps) -> TenantView:
         data = await read(deps, tenant_id)
         if cached is not None and cached[0] == data.revision:
             return cached[1]
-        fresh = TenantTurnView(Router(pack.lexicons, data.item_words), data.playbook_lines, data.policy_defaults)
+        fresh = TenantTurnView(
+            Router(pack.lexicons, data.item_words), data.playbook_lines, data.policy_defaults, data.item_words
+        )
         built[tenant_id] = (data.revision, fresh)
         return fresh
 

@@ -135,7 +135,10 @@ async def test_replacement_and_the_count_window_hold_in_the_database(db):
         ("flyers", "$45 per 250 cards"),
         ("business-cards", "$50 per 250 cards"),
     ]
-    assert loaded.tool[1].evidence == ToolEvidence(frozenset({"business-cards"}), ("$50 per 250 cards",))
+    # What the tool returned comes back too: the gate's closed world reads it on later turns.
+    assert loaded.tool[1].evidence == ToolEvidence(
+        frozenset({"business-cards"}), ("$50 per 250 cards",), texts=("business-cards", "$50 per 250 cards")
+    )
     assert await rows(db, "tool") == 2
 
     for i in range(1, 8):

@@ -17,7 +17,7 @@ from frontdesk.reasoning.salvage import salvage_reply
 from harness import script_client
 
 CONTEXT = ToolContext(tenant_id="t", conversation_id="c")
-PAYLOAD = {"blocks": [{"type": "text", "text": "Open nine to five."}]}
+PAYLOAD = {"blocks": [{"type": "text", "text": "Happy to help with that."}]}
 
 
 def ask(text: str = "hours?") -> list[ModelRequest]:
@@ -33,7 +33,7 @@ async def test_reply_arguments_encoded_twice_are_accepted():
 
     result = await run_generation(model, ask(), [], CONTEXT)
 
-    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Open nine to five."], 0)
+    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Happy to help with that."], 0)
 
 
 @pytest.mark.parametrize("raw", ["null", "[1, 2]", '"just a string"', "42"])
@@ -42,7 +42,7 @@ async def test_reply_arguments_that_are_not_an_object_get_one_retry(raw):
 
     result = await run_generation(model, ask(), [], CONTEXT)
 
-    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Open nine to five."], 1)
+    assert (result.outcome, texts(result), result.retries) == (Outcome.REPLIED, ["Happy to help with that."], 1)
 
 
 class Query(BaseModel):
@@ -68,11 +68,11 @@ async def test_tool_arguments_that_are_not_an_object_never_run_the_tool(raw):
 
 
 async def test_prose_twice_is_salvaged_from_the_first_answer_when_the_second_is_empty():
-    model = script_client({"steps": [{"text": "We open at 9."}, {"text": "   "}]})
+    model = script_client({"steps": [{"text": "Happy to help with your order."}, {"text": "   "}]})
 
     result = await run_generation(model, ask(), [], CONTEXT)
 
-    assert (result.outcome, texts(result)) == (Outcome.SALVAGED, ["We open at 9."])
+    assert (result.outcome, texts(result)) == (Outcome.SALVAGED, ["Happy to help with your order."])
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ logged in the trace and the model is told only that the tool failed.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -36,6 +37,11 @@ class ToolEvidence:
     ``facts``: named blocks of information loaded, e.g. ``business_info``.
     ``events``: side effects that really happened, as (event, reference) pairs.
     ``contacts``: phone numbers and e-mail addresses returned (the contact companion rule's sources).
+    ``texts``: every value the call returned, as text (filled from the output when the ledger
+    records the call): the closed-world rules look up addresses, links, percentages and times in it.
+    ``schedule``: opening hours returned, by weekday (``mon`` ... ``sun``) and by ISO date for
+    special days, as ``HH:MM-HH:MM`` ranges (none: closed).
+    ``turnaround_days``: item id -> the days an order of it takes, as returned.
     ``revision``: the tenant's business-data revision the call read (None: not the tenant's data).
     Once the owner changes that data, the tool ledger drops this evidence: a price quoted before an
     edit proves nothing after it.
@@ -48,6 +54,9 @@ class ToolEvidence:
     facts: frozenset[str] = frozenset()
     events: tuple[tuple[str, str | None], ...] = ()
     contacts: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    turnaround_days: Mapping[str, int] = field(default_factory=dict)
     revision: int | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -60,6 +69,9 @@ class ToolEvidence:
             "facts": sorted(self.facts),
             "events": [list(e) for e in self.events],
             "contacts": list(self.contacts),
+            **({"texts": list(self.texts)} if self.texts else {}),
+            **({"schedule": {k: list(v) for k, v in self.schedule.items()}} if self.schedule else {}),
+            **({"turnaround_days": dict(self.turnaround_days)} if self.turnaround_days else {}),
         }
 
     def visible_in(self, shown: str) -> ToolEvidence:
@@ -78,6 +90,9 @@ class ToolEvidence:
             facts=self.facts,
             events=self.events,
             contacts=tuple(c for c in self.contacts if c in shown),
+            texts=tuple(t for t in self.texts if t in shown or t.removesuffix("%") in shown),
+            schedule={day: hours for day, hours in self.schedule.items() if all(h in shown for h in hours)},
+            turnaround_days={ref: days for ref, days in self.turnaround_days.items() if ref in shown},
             revision=self.revision,
         )
 
@@ -93,8 +108,36 @@ class ToolEvidence:
             facts=frozenset(map(str, data.get("facts", ()))),
             events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),
             contacts=tuple(map(str, data.get("contacts", ()))),
+            texts=tuple(map(str, data.get("texts", ()))),
+            schedule={str(k): tuple(map(str, v)) for k, v in dict(data.get("schedule", {})).items()},
+            turnaround_days={str(k): int(v) for k, v in dict(data.get("turnaround_days", {})).items()},
             revision=int(data["revision"]) if data.get("revision") is not None else None,
         )
+
+
+_PERCENT_KEY = re.compile(r"percent|pct|discount|rate", re.IGNORECASE)
+
+
+def output_texts(output: Any) -> tuple[str, ...]:
+    """Every string and number in a tool's output, in order, once each. Keys are not facts, but a
+    number under a key that names a percentage is one written with its sign (``discount_value:
+    15`` is "15%")."""
+    found: dict[str, None] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(item, int | float) and not isinstance(item, bool) and _PERCENT_KEY.search(str(key)):
+                    found[f"{item}%"] = None
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+            found[str(value)] = None
+
+    walk(output)
+    return tuple(found)
 
 
 @dataclass(frozen=True)

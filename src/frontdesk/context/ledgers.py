@@ -14,15 +14,15 @@ every tool step); ``LedgerStore`` loads and saves it (saving applies the same wi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from frontdesk.capabilities.tools import ToolEvidence, ToolResult
+from frontdesk.capabilities.tools import ToolEvidence, ToolResult, output_texts
 from frontdesk.platform.store.schema import LedgerEntry
 
 ACTION_PREFIX = "__action__"
@@ -82,10 +82,19 @@ class WorkingState:
     # Where the customer's own phone numbers and e-mails are (this turn's messages, the saved
     # profile): a reply may repeat them back ("we'll call you at ...") though no tool returned them.
     customer_contacts: tuple[str, ...] = ()
+    # What else a reply may state besides tool results (the closed world of the gate): the
+    # owner's own policy text, the business's time zone (today's date and weekday are facts),
+    # each item's names (a caption naming an item must show that item), the tools' names.
+    policy_texts: tuple[str, ...] = ()
+    timezone: str = "UTC"
+    item_words: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    tool_names: frozenset[str] = frozenset()
 
     def record(self, tool_name: str, result: ToolResult) -> None:
         """After a tool step: keep its evidence for this turn and update both windows."""
         evidence = result.evidence
+        if not evidence.texts:
+            evidence = replace(evidence, texts=output_texts(result.output))
         self.turn_evidence.append(evidence)
         summary = dict(result.summary) if result.summary is not None else {}
         entries = [Entry("tool", tool_name, result.state_key, summary, evidence, self.now)]

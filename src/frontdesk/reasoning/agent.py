@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -86,6 +86,7 @@ class TenantTurnView:
     router: TurnRouter
     playbook_lines: str = ""
     policy_defaults: Mapping[str, Any] = field(default_factory=dict)
+    item_words: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
@@ -168,6 +169,11 @@ class Agent:
         # history the model reads) and their saved details. A reply may repeat those back.
         said = [m.text for m in (*turn.history, *turn.batch) if m.role == "user"]
         state.customer_contacts = (*said, *(c for c in (context.contact.phone, context.contact.email) if c))
+        # The rest of the gate's closed world: what the owner wrote, the business's clock, and
+        # the names of its items (a photo captioned with an item's name must show that item).
+        state.policy_texts = tuple(t for t in (policy.business_description,) if t)
+        state.timezone = policy.timezone
+        state.item_words = view.item_words if view is not None else {}
         with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
             flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
             decision = router.route(
@@ -190,6 +196,7 @@ class Agent:
                     signals=(*decision.signals, "voice_unconfirmed"),
                 )
             bundle = pack.catalog.bundle(decision)
+            state.tool_names = frozenset(t.name for t in bundle.tools)
             route_span.set_attributes(
                 {
                     "frontdesk.intent": decision.intent,

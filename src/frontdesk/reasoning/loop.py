@@ -30,7 +30,7 @@ from pydantic_ai.messages import RetryFeedbackPart, RetryInfo, ToolRetryCause
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.capabilities.policy import Bundle
-from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult
+from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult, output_texts
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance, result_text
 from frontdesk.errors import ModelAPIError
@@ -40,7 +40,7 @@ from frontdesk.platform.models.gateway import ModelClient
 from frontdesk.platform.observability.tracing import MODEL_REQUEST, TOOL_CALL, VERIFY
 from frontdesk.reasoning.salvage import salvage_reply
 from frontdesk.reasoning.terminal import REPLY_TOOL, TerminalPayload, reply_tool_definition
-from frontdesk.verification import ReplyContent, Verdict, companion_failures, verify
+from frontdesk.verification import ImageGroup, ReplyContent, Verdict, companion_failures, verify
 from frontdesk.verification.claims import Claim
 
 NOT_OFFERED = "(not offered)"  # the metrics/span name of a tool call the bundle did not resolve
@@ -85,7 +85,15 @@ class GenerationResult:
 def reply_content(blocks: Sequence[Block]) -> ReplyContent:
     texts = [b.text if b.type == "text" else (b.caption or "") for b in blocks]
     urls = tuple(str(u) for b in blocks if b.type == "image_group" for u in b.urls)
-    return ReplyContent("\n".join(t for t in texts if t), urls)
+    groups: list[ImageGroup] = []
+    before = ""
+    for block in blocks:
+        if block.type == "text":
+            before = block.text
+            continue
+        groups.append(ImageGroup(tuple(str(u) for u in block.urls), block.caption or "", before))
+        before = ""
+    return ReplyContent("\n".join(t for t in texts if t), urls, tuple(groups))
 
 
 async def run_generation(
@@ -256,6 +264,7 @@ class _Run:
         finally:
             record["ms"] = round((time.perf_counter() - started) * 1000, 2)
         result = output if isinstance(output, ToolResult) else ToolResult(output)
+        result = replace(result, evidence=replace(result.evidence, texts=output_texts(result.output)))
         record["ok"] = True
         content = result.output
         if self.results is not None:

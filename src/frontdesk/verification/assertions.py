@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 
-# Event families: saving something (a lead, an update, contact details) and handing over.
+# Event families: saving something (a lead, an update, contact details), handing over, and
+# committing the business to something (confirmed, booked, "we'll call you", a refund).
 SAVED = "saved"
 HANDED_OVER = "handed_over"
+COMMITTED = "committed"
+CONFIRMED = "confirmed"
+CANCELLED = "cancelled"
 
 _PATTERNS: dict[str, list[str]] = {
     SAVED: [
@@ -35,10 +39,53 @@ _PATTERNS: dict[str, list[str]] = {
         r"(?:a |our |the )(?:person|human|colleague|team|manager|staff)",
         r"\b(?:he|hemos)\s+(?:avisado|notificado|pasado|transferido)\s+(?:a|con)\s+(?:una persona|un compañero|"
         r"una compañera|nuestro equipo|el equipo|un agente|el encargado)",
-        r"đã\s+(?:chuyển|báo|thông báo)\s+(?:cho\s+)?(?:nhân viên|người|đồng nghiệp|bộ phận)",
+        r"đã\s+(?:chuyển|báo|thông báo)\s+(?:cho\s+|tới\s+|đến\s+)?(?:nhân viên|người|đồng nghiệp|bộ phận|quản lý|"
+        r"anh|chị|thợ|bên)",
+        r"\b(?:i|we)(?:'ve| have)?\s+(?:just\s+)?(?:passed|handed|transferred|forwarded|sent|escalated)\s+"
+        r"(?:you|your (?:case|request|message|question|chat)|this|it)\s+(?:on\s+|over\s+)?to\s+"
+        r"(?:a|an|our|the|one of our)\s+\w+",
+        r"\b(?:le|te|les)\s+(?:he\s+|hemos\s+)?(?:pas[ée]|pasado|transferido|derivado)\s+(?:tu|su)\s+(?:caso|consulta|mensaje)\b|"
+        r"\b(?:pas[ée]|he pasado|hemos pasado|derivé|he derivado)\s+(?:tu|su)\s+(?:caso|consulta|mensaje)\s+a\b",
+    ],
+    CONFIRMED: [
+        r"\b(?:is|are|has been|have been|was|were)\s+(?:now\s+|all\s+)?"
+        r"(?:confirmed|reserved|booked|scheduled|set aside|on hold)\b",
+        r"\byou(?:'re| are)\s+(?:all\s+)?(?:set|booked|confirmed|on (?:the|our) list)\b|\ball set\b",
+        r"\bput (?:you|your \w+|it|them) down\b|\bpenciled? (?:you|it) in\b",
+        r"\b(?:i|we)(?:'ve| have)?\s+(?:reserved|booked|scheduled|confirmed|set aside|held|locked in)\b",
+        r"\b(?:queda|está|quedó|están|quedan)\s+(?:confirmad|reservad|agendad|apartad)[oa]s?\b",
+        r"\b(?:te|le|os|les)\s+(?:lo |la |los |las )?(?:he |hemos )?(?:reservado|apartado|agendado|confirmado)\b",
+        r"(?:đã|được)\s+(?:được\s+)?(?:xác nhận|giữ chỗ|đặt lịch|lên đơn|chốt đơn)|đã\s+(?:giữ|đặt cho|ghi tên)",
+    ],
+    CANCELLED: [
+        r"\b(?:i|we)(?:'ve| have)\s+(?:now\s+|just\s+)?cancell?ed\b|\b(?:has|have) been cancell?ed\b",
+        r"\b(?:is|are) (?:now )?cancell?ed\b",
+        r"\b(?:he|hemos)\s+cancelado\b|\b(?:ha|han)\s+(?:sido|quedado)\s+cancelad[oa]s?\b|\bqued[óo] cancelad[oa]\b",
+        r"đã\s+(?:được\s+)?(?:hủy|huỷ)",
+    ],
+    COMMITTED: [
+        r"\b(?:i|we)(?:'ll| will)\s+(?:call|phone|ring|text|email|e-mail|contact|deliver|ship|send you|refund|reserve|"
+        r"hold|book|confirm|have (?:it|them|your \w+) ready)\b",
+        r"\b(?:someone|a (?:person|colleague|manager)|(?:a |one )?member of (?:our|the) team|the team|our team|"
+        r"(?:a |one of )?our (?:staff|designers?|colleagues?))\s+(?:will|'ll|is going to)\s+"
+        r"(?:call|contact|reach|get back|get in touch|phone|text|email|e-mail|follow up|be in touch)",
+        r"\b(?:you'll|you will) (?:get|receive) (?:a |your )?(?:refund|call|confirmation)\b",
+        r"\b(?:te|le|os|les)\s+(?:llamaremos|llamamos|llamará|escribiremos|contactaremos|contactará|avisaremos|"
+        r"enviaremos|devolveremos|reembolsaremos|confirmaremos)\b",
+        r"\b(?:el equipo|alguien|un compañero|una compañera|nuestro equipo)\s+(?:te|le|os|se)\s+"
+        r"(?:llamará|contactará|escribirá|pondrá en contacto|responderá)",
+        r"\bte (?:devolvemos|reembolsamos)\b|\b(?:hemos|he) (?:hecho|tramitado) (?:el|tu) reembolso\b",
+        r"(?:sẽ|sẽ được)\s+(?:gọi|liên hệ|liên lạc|giao|gửi|hoàn tiền|giữ|nhắn|xác nhận)",
+        r"\bhoàn (?:tiền|lại tiền)\b",
     ],
 }
 _COMPILED = {family: [re.compile(p, re.IGNORECASE) for p in patterns] for family, patterns in _PATTERNS.items()}
+# A commitment on a condition is not an assertion: "we'll call you once you send your number".
+_CONDITION = re.compile(
+    r"\b(?:if|once|as soon as|when you|after you|si|cuando|en cuanto|una vez|nếu|khi|sau khi|ngay khi|can|could|"
+    r"would you like|want me to|shall i|puedo|quieres|có muốn|muốn em)\b[^.!?\n]*$",
+    re.IGNORECASE,
+)
 
 # Which events make each family true. "Saved/updated/cancelled" is true after any side effect
 # (a pack's action tools each record their own event: ``campaign_pause``, ``lead_captured``...);
@@ -46,6 +93,11 @@ _COMPILED = {family: [re.compile(p, re.IGNORECASE) for p in patterns] for family
 EVENTS_FOR: dict[str, frozenset[str] | None] = {
     SAVED: None,  # any event
     HANDED_OVER: frozenset({"handoff_triggered"}),
+    COMMITTED: None,  # an action this turn, or an open follow-up or hand-off someone will act on
+    # "Confirmed/booked/reserved" needs an action that confirms or books: a saved request for the
+    # team confirms nothing. "Cancelled" needs a cancellation.
+    CONFIRMED: frozenset({"booking_confirmed", "order_confirmed", "reservation_made", "appointment_booked"}),
+    CANCELLED: frozenset({"follow_up_cancelled", "booking_cancelled", "order_cancelled"}),
 }
 
 
@@ -60,8 +112,14 @@ def asserted_actions(text: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for family, patterns in _COMPILED.items():
         for pattern in patterns:
-            match = pattern.search(text)
+            match = next((m for m in pattern.finditer(text) if not _conditional(text, m)), None)
             if match:
                 found.append((family, match.group(0)))
                 break
     return found
+
+
+def _conditional(text: str, match: re.Match[str]) -> bool:
+    """Whether the words before ``match`` in its sentence make it a condition or an offer."""
+    start = max(text.rfind(mark, 0, match.start()) for mark in (".", "!", "?", "\n"))
+    return bool(_CONDITION.search(text[start + 1 : match.start()]))

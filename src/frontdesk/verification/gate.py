@@ -29,8 +29,10 @@ from frontdesk.verification.claims import (
     LeadCaptured,
     ServicePresented,
 )
+from frontdesk.verification.closed_world import grounds_of, tier_failures, unproven
 from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.money import money_values
+from frontdesk.verification.numbers import with_digits
 
 _IMAGE_URL = re.compile(r"https?://\S+?\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
 
@@ -42,6 +44,17 @@ class ReplyContent:
 
     text: str
     image_urls: tuple[str, ...] = ()
+    image_groups: tuple[ImageGroup, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImageGroup:
+    """One image group as the customer sees it: its images, its caption, and the text right
+    before it (what the images are shown as, when the caption does not say)."""
+
+    urls: tuple[str, ...]
+    caption: str = ""
+    text_before: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,11 +104,17 @@ def verify(reply: ReplyContent, claims: Sequence[Claim], state: WorkingState) ->
 
 def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim] = ()) -> list[Failure]:
     """The rules that hold whether or not the model declared anything (salvaged prose too)."""
+    written = ReplyContent(with_digits(reply.text), reply.image_urls, reply.image_groups)
+    grounds = grounds_of(state)
+    groups = [(g.urls, with_digits(g.caption), with_digits(g.text_before)) for g in reply.image_groups]
+    evidence_prices = [p for e in (*state.turn_evidence, *state.earlier_evidence()) for p in e.prices]
     return [
-        *_price_failures(reply, state, claims),
+        *_price_failures(written, state, claims),
+        *(Failure(u.rule, u.reason) for u in tier_failures(written.text, evidence_prices)),
         *_image_failures(reply, state),
-        *_contact_failures(reply, state),
-        *_action_failures(reply, state),
+        *_contact_failures(written, state),
+        *_action_failures(written, state),
+        *(Failure(u.rule, u.reason) for u in unproven(written.text, groups, grounds)),
     ]
 
 
@@ -151,8 +170,9 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
             return fail(f"service id {claim.service_id!r} was not returned by any tool (known: {_list(known)})")
         return None
     if isinstance(claim, BusinessInfoStated):
-        if not any("business_info" in e.facts for e in (*state.turn_evidence, *state.earlier_evidence())):
-            return fail("business information was not loaded: call get_business_info first")
+        # What the reply states (hours, an address, a phone) is checked span by span against what
+        # backs it; the declaration alone proves and disproves nothing (a reply quoting a fetched
+        # price was once refused for declaring it).
         return None
     if isinstance(claim, FollowUpUpdated):
         if claim.follow_up_id not in _refs(turn_events, "follow_up_updated"):
@@ -174,6 +194,10 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
 def _price_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim]) -> list[Failure]:
     evidence = (*state.turn_evidence, *state.earlier_evidence())
     fetched = {(m.value, m.currency) for e in evidence for text in e.prices for m in money_values(text)}
+    # An amount the business's own data states elsewhere (a deposit in its notes, a fee in its
+    # policy) is a fact too; the customer's amounts are not ("is it $30?" proves no price).
+    stated = [*(t for e in evidence for t in e.texts), *state.policy_texts]
+    fetched |= {(m.value, m.currency) for text in stated for m in money_values(with_digits(text))}
     # A reply that declares which services it presents may quote only their prices: "$70" is a
     # real price of business cards, not of wedding invitations.
     declared = [c.service_id for c in claims if isinstance(c, ServicePresented)]

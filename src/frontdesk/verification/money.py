@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import NamedTuple
 
 # Thousands are grouped with commas, dots or non-breaking spaces; never a plain space or a line
@@ -22,7 +23,7 @@ _AFTER_WORDS = (
     r"USD|EUR|VND|VNĐ|US dollars?|dollars?|bucks|d[oó]lar(?:es)?|euros?|pesos?|"
     r"đồng|dong|đô(?:\s?la)?|đ"
 )
-_AFTER = rf"(?P<post>\s?[$€£₫]|\s?(?:{_AFTER_WORDS})(?!\w))"
+_AFTER = rf"(?P<post>\s?[$€£₫¤]|\s?(?:{_AFTER_WORDS})(?!\w))"
 _RANGE = r"\s?(?:-|\u2013|\u2014|to|or|and|a|y|o|hasta|đến|tới)\s?"
 # After "$45", only a dash or "to" makes the next bare number a price ("$45-70", "$45 to 70");
 # "$45 and 3 days" must not turn 3 into money. A word after it means a quantity ("to 70 cards").
@@ -39,8 +40,12 @@ _CURRENCIES = {
     "dólares": "USD", "đô": "USD", "đô la": "USD", "đôla": "USD",
     "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "£": "GBP",
     "₫": "VND", "vnd": "VND", "vnđ": "VND", "đồng": "VND", "dong": "VND", "đ": "VND",
-    "peso": "PESO", "pesos": "PESO",
+    "peso": "PESO", "pesos": "PESO", "¤": None,
 }  # fmt: skip
+
+
+_NOT_A_RANGE = re.compile(r"\s?(?:and|or|y|o)\s", re.IGNORECASE)
+_RANGE_OPENER = re.compile(r"(?:between|entre|từ|from|de)\s*$", re.IGNORECASE)
 
 
 class Money(NamedTuple):
@@ -72,17 +77,27 @@ def _currency(marker: str | None) -> str | None:
 
 def money_values(text: str) -> list[Money]:
     """Every money amount in ``text`` with its currency."""
+    return list(_money_values(text))
+
+
+@lru_cache(maxsize=8192)
+def _money_values(text: str) -> tuple[Money, ...]:
     folded = unicodedata.normalize("NFKC", text)
     found: list[Money] = []
     for match in _MONEY.finditer(folded):
         currency = _currency(match.group("pre") or match.group("post"))
+        # "a box of 6 and 120,000 VND": "and" joins two things, not the ends of a range, unless
+        # the sentence says "between 45 and 70 dollars".
+        joined = match.group("b") and not match.group("post") and _NOT_A_RANGE.match(folded, match.end())
+        if joined and not _RANGE_OPENER.search(folded[max(0, match.start() - 12) : match.start()]):
+            continue
         for group in ("a", "b", "c"):
             raw = match.group(group)
             value = _to_decimal(raw) if raw else None
             if value is not None:
                 written = match.group(0).strip() if group != "c" else raw
                 found.append(Money(written, value, currency))
-    return found
+    return tuple(found)
 
 
 def money_amounts(text: str) -> list[tuple[str, Decimal]]:

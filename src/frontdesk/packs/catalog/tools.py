@@ -10,7 +10,7 @@ against it. Actions commit in one transaction each, and report the event that re
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
-from frontdesk.business.profile import EMAIL, weekly_lines
+from frontdesk.business.profile import EMAIL, WEEKDAYS, BusinessProfile, weekly_lines
 from frontdesk.business.text import pick
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
@@ -136,8 +136,19 @@ def _price_evidence(items: list[CatalogItem], data: BusinessData, language: str)
         references=frozenset(i.id for i in items),
         prices=tuple(t for texts in by_item.values() for t in texts),
         prices_by_reference=by_item,
+        turnaround_days={i.id: i.turnaround_days for i in items if i.turnaround_days is not None},
         revision=data.revision,
     )
+
+
+def _schedule(profile: BusinessProfile, today: date) -> dict[str, tuple[str, ...]]:
+    """The hours the tool returned, for the gate: each weekday's ranges, then each upcoming
+    special day's by its date (none: closed)."""
+    weekly = {day: tuple(profile.hours.get(day, [])) for day in WEEKDAYS}
+    special = {
+        day.date.isoformat(): () if day.closed else tuple(day.hours) for day in profile.upcoming_exceptions(today)
+    }
+    return {**weekly, **special}
 
 
 def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
@@ -253,7 +264,12 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         contacts = tuple(c for c in (profile.phone, profile.email, profile.website) if c)
         return ToolResult(
             output=output,
-            evidence=ToolEvidence(facts=frozenset({"business_info"}), contacts=contacts, revision=data.revision),
+            evidence=ToolEvidence(
+                facts=frozenset({"business_info"}),
+                contacts=contacts,
+                schedule=_schedule(profile, clock.now().astimezone(profile.zone).date()),
+                revision=data.revision,
+            ),
             summary={"address": profile.address, "phone": profile.phone, "hours": output["weekly_hours"]},
             state_key="business",
         )
@@ -354,7 +370,10 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             task.updated_at = now
         return ToolResult(
             output={"follow_up_id": task.id, "status": task.status, "quantity": details.get("quantity")},
-            evidence=ToolEvidence(events=(("follow_up_updated", task.id),)),
+            # A cancellation is its own event: "your request is cancelled" needs one, not any update.
+            evidence=ToolEvidence(
+                events=(("follow_up_updated", task.id), *((("follow_up_cancelled", task.id),) if args.cancel else ()))
+            ),
             summary={"follow_up_id": task.id, "status": task.status, "quantity": details.get("quantity")},
             state_key=f"lead:{task.id}",
         )
@@ -387,11 +406,13 @@ def build_tools(deps: PackDeps) -> list[Tool]:
                 run_key=ctx.turn_key,
                 now=clock.now(),
             )
+        # Facts only: an instruction in a result can be copied out to the customer word for word
+        # (how to answer after a hand-off is the playbook's business).
         return ToolResult(
             output={
                 "handoff": "done",
                 "task_id": task.id,
-                "note": "A person from the team now has this conversation. Tell the customer so, politely.",
+                "status": "a person from the team now has this conversation",
             },
             evidence=ToolEvidence(events=(("handoff_triggered", task.id),)),
             summary={"task_id": task.id},

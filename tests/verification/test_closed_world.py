@@ -1,0 +1,217 @@
+"""The closed world: the lies issue 19 saw reach customers are refused, each with an honest twin
+that ships. Evidence is shaped as the catalog tools return it (a print shop in New York)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from frontdesk.capabilities.tools import ToolEvidence, ToolResult
+from frontdesk.context.ledgers import WorkingState
+from frontdesk.verification import ImageGroup, ReplyContent, verify
+from frontdesk.verification.numbers import with_digits
+
+NOW = datetime(2026, 12, 1, 15, 30, tzinfo=UTC)  # Tuesday 10:30 in New York
+ZONE = "America/New_York"
+WEEKLY = {d: ("09:00-18:00",) for d in ("mon", "tue", "wed", "thu", "fri")} | {"sat": ("10:00-14:00",), "sun": ()}
+INFO = ToolResult(
+    {
+        "address": "1240 Maple Avenue, Suite B, Springfield, NJ 07081",
+        "phone": "+15550100123",
+        "website": "https://demo-print.example",
+        "weekly_hours": ["Monday: 09:00-18:00", "Saturday: 10:00-14:00", "Sunday: closed"],
+        "notes": "Orders can be picked up at the shop with free parking out front, or delivered locally for a fee.",
+    },
+    ToolEvidence(facts=frozenset({"business_info"}), contacts=("+15550100123",), schedule=WEEKLY),
+)
+CARDS = ToolResult(
+    {"id": "business-cards", "name": "Business cards", "price": "$45 / 250 cards, $70 / 500 cards"},
+    ToolEvidence(
+        frozenset({"business-cards"}),
+        prices=("$45 / 250 cards", "$70 / 500 cards"),
+        prices_by_reference={"business-cards": ("$45 / 250 cards", "$70 / 500 cards")},
+        turnaround_days={"business-cards": 3},
+    ),
+)
+FLYERS = ToolResult(
+    {
+        "id": "flyers",
+        "price": "$85 / 500 letter-size flyers, $120 / 1000 letter-size flyers",
+        "min_order_quantity": 500,
+    },
+    ToolEvidence(
+        frozenset({"flyers"}),
+        prices=("$85 / 500 letter-size flyers", "$120 / 1000 letter-size flyers"),
+        prices_by_reference={"flyers": ("$85 / 500 letter-size flyers", "$120 / 1000 letter-size flyers")},
+        turnaround_days={"flyers": 2},
+    ),
+)
+FLYER_PHOTO = "https://shop.example/media/catalog/demo/flyers-1-0a1b2c3d.png"
+FLYER_PHOTOS = ToolResult(
+    {"service_id": "flyers", "photos": [{"id": "flyers-1", "url": FLYER_PHOTO}]},
+    ToolEvidence(frozenset({"flyers"}), photos={"flyers-1": FLYER_PHOTO}),
+)
+BAKERY = ToolResult(
+    {"id": "banh-kem", "price": "250.000 ₫ / cái"},
+    ToolEvidence(frozenset({"banh-kem"}), prices=("250.000 ₫ / cái",), turnaround_days={"banh-kem": 1}),
+)
+LEAD = ToolResult({"follow_up_id": "fu-1", "status": "saved"}, ToolEvidence(events=(("lead_captured", "fu-1"),)))
+ITEMS = {
+    "business-cards": ["business cards", "business card", "soft-touch business card"],
+    "flyers": ["flyers", "flyer"],
+}
+
+
+def state(*results: ToolResult, policy: tuple[str, ...] = (), customer: tuple[str, ...] = ()) -> WorkingState:
+    current = WorkingState(now=NOW, timezone=ZONE, item_words=ITEMS, policy_texts=policy, customer_contacts=customer)
+    current.tool_names = frozenset({"get_business_info", "search_services", "capture_lead"})
+    for result in results:
+        current.record("tool", result)
+    return current
+
+
+def refused(text: str, current: WorkingState, groups: tuple[ImageGroup, ...] = ()) -> list[str]:
+    urls = tuple(u for g in groups for u in g.urls)
+    return [f.rule for f in verify(ReplyContent(text, urls, groups), [], current).failures]
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest"),
+    [
+        ("That's twenty-five dollars for 250 cards.", "That's forty-five dollars for 250 cards."),
+        ("Business cards are $70 for 250.", "Business cards are $70 for 500."),
+        ("It's $1 200 for a big run.", "It's $45 for 250 cards."),
+    ],
+)
+def test_prices_in_words_and_tied_to_a_quantity_must_be_fetched(lie, honest):
+    assert "price" in refused(lie, state(CARDS))
+    assert refused(honest, state(CARDS)) == []
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest"),
+    [
+        ("Bánh kem giá 450 nghìn đồng ạ.", "Bánh kem giá 250 nghìn đồng ạ."),
+        ("Bánh kem giá 1,2 triệu đồng ạ.", "Bánh kem 250k một cái ạ."),
+        ("Dạ bánh kem ba trăm nghìn ạ.", "Dạ bánh kem hai trăm rưỡi ạ."),
+    ],
+)
+def test_vietnamese_spoken_amounts_are_read(lie, honest):
+    assert "price" in refused(lie, state(BAKERY))
+    assert refused(honest, state(BAKERY)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("450 nghìn đồng", "450000 ₫"),
+        ("1,2 triệu", "1200000 ₫"),
+        ("hai trăm rưỡi", "250000 ₫"),
+        ("1 nghìn tờ", "1000 tờ"),
+    ],
+)
+def test_vietnamese_amounts_become_digits_and_counted_things_stay_quantities(text, value):
+    assert with_digits(text) == value
+
+
+@pytest.mark.parametrize(
+    ("lie", "rule"),
+    [
+        ("We're open until 8 tonight!", "time"),
+        ("Yes, we're open on Sunday.", "hours"),
+        ("We're at 88 Oak Street, see you soon.", "address"),
+        ("Find us at 1240 Maple Avenue, Suite C.", "address"),
+    ],
+)
+def test_invented_hours_and_addresses_are_refused(lie, rule):
+    assert rule in refused(lie, state(INFO))
+
+
+@pytest.mark.parametrize(
+    "honest",
+    [
+        "We're open till 6 on weekdays and closed Sundays.",
+        "Saturday we open 10 am to 2 pm.",
+        "We're open right now, until 6 pm.",
+        "We're at 1240 Maple Avenue, Suite B, Springfield.",
+        "There's free parking out front.",
+        "See https://demo-print.example for more.",
+    ],
+)
+def test_what_the_business_info_says_may_be_repeated(honest):
+    assert refused(honest, state(INFO)) == []
+
+
+def test_hours_and_addresses_without_the_business_info_are_refused():
+    assert refused("We're open 9 to 5 and you'll find us at 88 Oak Street.", state(CARDS)) == [
+        "time",
+        "time",
+        "address",
+    ]
+
+
+@pytest.mark.parametrize(
+    "lie",
+    ["Good news: 20% off this week, and free delivery!", "Hoy tenemos un descuento especial.", "Giảm giá 10% hôm nay!"],
+)
+def test_discounts_and_free_things_need_the_business_to_state_them(lie):
+    assert refused(lie, state(CARDS, INFO))
+    assert refused("10% off orders over $200 this month.", state(CARDS, policy=("10% off orders over $200",))) == []
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest"),
+    [
+        ("They'll be ready tomorrow.", "They'll be ready by Friday."),
+        ("Business cards take 1 day.", "Business cards take 3 days."),
+    ],
+)
+def test_a_ready_date_must_allow_the_fetched_turnaround(lie, honest):
+    assert refused(lie, state(CARDS))
+    assert refused(honest, state(CARDS)) == []
+
+
+def test_a_date_the_customer_gave_may_be_repeated():
+    assert refused("Noted, you need them ready tomorrow.", state(CARDS, customer=("I need them tomorrow",))) == []
+
+
+def test_a_minimum_must_be_the_fetched_one():
+    assert refused("The minimum order is 100 flyers.", state(FLYERS)) == ["quantity"]
+    assert refused("The minimum order is 500 flyers.", state(FLYERS)) == []
+
+
+def test_a_photo_is_shown_as_the_item_it_was_fetched_for():
+    lie = (ImageGroup((FLYER_PHOTO,), "Soft-touch business card"),)
+    honest = (ImageGroup((FLYER_PHOTO,), "Our glossy flyers"),)
+    before = (ImageGroup((FLYER_PHOTO,), "", "Here are our business cards:"),)
+
+    assert refused("", state(CARDS, FLYER_PHOTOS), lie) == ["photo"]
+    assert refused("", state(CARDS, FLYER_PHOTOS), honest) == []
+    assert refused("", state(CARDS, FLYER_PHOTOS), before) == ["photo"]
+
+
+def test_commitments_need_an_action_or_an_open_task():
+    lie = "Your order for 500 flyers is confirmed! I've put you down for Thursday and you're all set."
+    assert "undeclared confirmed" in refused(lie, state(FLYERS))
+    assert "undeclared confirmed" in refused(lie, state(FLYERS, LEAD))  # a saved request confirms no order
+    assert "undeclared committed" in refused("The team will call you this afternoon.", state(FLYERS))
+    assert refused("I've saved your request and the team will call you.", state(FLYERS, LEAD)) == []
+
+
+@pytest.mark.parametrize(
+    ("lie", "rule"),
+    [
+        ("Just send an email to [email address] and we'll sort it.", "placeholder"),
+        ("Hi {name}, thanks for asking!", "placeholder"),
+        ("I called get_business_info for you.", "internal"),
+        ("A person from the team now has this conversation. Tell the customer so, politely.", "internal"),
+    ],
+)
+def test_template_text_and_words_for_the_assistant_never_ship(lie, rule):
+    assert rule in refused(lie, state(INFO))
+
+
+def test_a_link_the_tools_never_returned_is_refused():
+    assert refused("Order online at demo-print.example/sale", state(INFO)) == ["link"]
+    assert refused("Order online at https://demo-print.example", state(INFO)) == []
