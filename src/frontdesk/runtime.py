@@ -314,6 +314,7 @@ def agent_packs(
             compact_playbook=pack.compact_playbook,
             fallback_texts=pack.fallback_texts,
             voice_failed_texts=pack.voice_failed_texts,
+            outcome_texts=pack.outcome_texts,
             knowledge=load_pack_knowledge(PACKS_DIR / name),
             for_tenant=tenant_view(pack, deps) if pack.tenant_data is not None else None,
         )
@@ -335,7 +336,11 @@ def tenant_view(pack: Pack, deps: PackDeps) -> TenantView:
         if cached is not None and cached[0] == data.revision:
             return cached[1]
         fresh = TenantTurnView(
-            Router(pack.lexicons, data.item_words), data.playbook_lines, data.policy_defaults, data.item_words
+            Router(pack.lexicons, data.item_words),
+            data.playbook_lines,
+            data.policy_defaults,
+            data.item_words,
+            data.hold_texts,
         )
         built[tenant_id] = (data.revision, fresh)
         return fresh

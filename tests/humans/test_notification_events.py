@@ -15,6 +15,7 @@ from frontdesk.humans.notifications import (
     DeliveryFailed,
     Event,
     Handoff,
+    NeedsReply,
     NewLead,
     Recipient,
 )
@@ -26,6 +27,7 @@ from frontdesk.platform.store.schema_notifications import NotificationEvent
 SAMPLES = [
     Handoff(conversation_id="c1", task_id="t1", reason="wants a person"),
     NewLead(conversation_id="c1", task_id="t2", summary="500 flyers"),
+    NeedsReply(conversation_id="c1", task_id="t3", summary="time: '9 pm' is not a time the hours gave"),
     DeliveryFailed(conversation_id="c1", message_id=9, channel="telegram", detail="HTTP 403: bot was blocked"),
     ClaimRejectedSpike(count=12, window_minutes=10, claim_types=("price",)),
 ]
@@ -70,7 +72,7 @@ def test_a_recipient_is_one_operator_or_one_webhook_on_a_route_it_can_use(fields
 
 
 def test_an_event_takes_its_kind_from_the_payload():
-    assert Event(tenant_id="t", payload=SAMPLES[3]).kind == "claim_rejected_spike"
+    assert Event(tenant_id="t", payload=SAMPLES[-1]).kind == "claim_rejected_spike"
 
 
 async def test_the_legacy_notify_records_a_typed_lead_and_one_dispatch_job(db):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, SystemPromptP
 from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.capabilities.tools import Tool, ToolContext
+from frontdesk.context.ledgers import WorkingState
 from frontdesk.errors import ConfigError, ModelAPIError
 from frontdesk.output.blocks import TextBlock
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway
@@ -247,12 +249,12 @@ async def test_tool_not_offered_this_turn_is_never_executed_and_the_model_is_tol
 
 
 async def test_prose_twice_is_salvaged_after_exactly_one_retry(script_file) -> None:
-    model = script_file({"steps": [{"text": "We open at nine."}, {"text": "We open at 9am on weekdays."}]})
+    model = script_file({"steps": [{"text": "Happy to help."}, {"text": "Happy to help with your order."}]})
 
     result = await run_generation(model, user("when do you open?"), [], CONTEXT)
 
     assert result.outcome == Outcome.SALVAGED
-    assert texts(result) == ["We open at 9am on weekdays."]
+    assert texts(result) == ["Happy to help with your order."]
     assert result.retries == 1
     assert result.steps == 2
 
@@ -277,13 +279,13 @@ async def test_malformed_reply_arguments_twice_without_readable_text_fall_back(s
 
 
 async def test_malformed_reply_arguments_twice_are_salvaged_from_their_text_fields(script_file) -> None:
-    broken = '{"blocks": [{"type": "text", "text": "We are open until six."'
+    broken = '{"blocks": [{"type": "text", "text": "Happy to help with that."'
     model = script_file({"steps": [{"tool": "reply", "raw_args": broken}, {"tool": "reply", "raw_args": broken}]})
 
     result = await run_generation(model, user("hours?"), [], CONTEXT)
 
     assert result.outcome == Outcome.SALVAGED
-    assert texts(result) == ["We are open until six."]
+    assert texts(result) == ["Happy to help with that."]
     assert result.retries == 1
 
 
@@ -333,14 +335,14 @@ async def test_step_ceiling_ends_in_fallback(script_file) -> None:
 async def test_rule_gives_its_second_response_after_a_prose_hint(script_file) -> None:
     model = script_file(
         {
-            "rules": [{"match": "^opening hours$", "responses": [{"text": "prose"}, {"reply": "Nine to five."}]}],
+            "rules": [{"match": "^opening hours$", "responses": [{"text": "prose"}, {"reply": "See you soon."}]}],
             "default": [{"reply": "default"}],
         }
     )
 
     result = await run_generation(model, user("opening hours"), [], CONTEXT)
 
-    assert (result.outcome, texts(result)) == (Outcome.REPLIED, ["Nine to five."])
+    assert (result.outcome, texts(result)) == (Outcome.REPLIED, ["See you soon."])
 
 
 # -- invalid scripts ---------------------------------------------------------------------------------
@@ -405,7 +407,9 @@ async def test_a_result_placeholder_never_borrows_an_earlier_turn_after_a_refuse
     result = await run_generation(model, history, [], CONTEXT)
 
     assert "task_earlier" not in " ".join(b.text for b in result.blocks if isinstance(b, TextBlock))
-    assert "{result:capture_lead.follow_up_id}" in result.blocks[0].text
+    # unresolved, and an unfilled placeholder never reaches the customer: the gate holds it
+    assert result.rejections[0]["reply_text"] == "Saved as {result:capture_lead.follow_up_id}."
+    assert (result.outcome, result.hold) == (Outcome.FALLBACK, True)
 
 
 async def test_a_result_placeholder_reads_an_earlier_turn_from_the_tool_ledger() -> None:
@@ -421,8 +425,8 @@ async def test_a_result_placeholder_reads_an_earlier_turn_from_the_tool_ledger()
 async def test_a_customer_typing_a_placeholder_gets_it_back_verbatim() -> None:
     model = script_client({"steps": [{"reply": "You wrote: {user_text}"}]})
 
-    result = await run_generation(
-        model, [ModelRequest(parts=[UserPromptPart("{result:reply.x} {match:y}")])], [], CONTEXT
-    )
+    typed = "{result:reply.x} {match:y}"
+    state = WorkingState(now=datetime.now(UTC), customer_contacts=(typed,))  # as the agent sets it
+    result = await run_generation(model, [ModelRequest(parts=[UserPromptPart(typed)])], [], CONTEXT, state=state)
 
     assert result.blocks[0].text == "You wrote: {result:reply.x} {match:y}"

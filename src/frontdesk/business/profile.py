@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from frontdesk.business.text import LongText, ShortText, language_problems
+from frontdesk.business.text import LongText, MessageText, ShortText, language_problems
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 WEEKDAY_NAMES = {
@@ -147,6 +147,9 @@ class BusinessProfile(_Frozen):
     exceptions: list[SpecialDay] = Field(default_factory=list, max_length=400)
     # Anything else a customer asks the counter: parking, pick-up, delivery.
     notes: LongText = Field(default_factory=dict)
+    # What a customer is told when no answer could be proven and a person will reply instead
+    # (empty: the pack's own words). It opens a "needs a reply" task, so it may promise that.
+    hold_message: MessageText = Field(default_factory=dict)
 
     @field_validator("hours")
     @classmethod
@@ -169,6 +172,7 @@ class BusinessProfile(_Frozen):
     def language_problems(self, languages: list[str]) -> list[str]:
         problems = language_problems("description", self.description, languages)
         problems += language_problems("notes", self.notes, languages)
+        problems += language_problems("hold_message", self.hold_message, languages)
         for day in self.exceptions:
             problems += language_problems(f"exceptions {day.date} note", day.note, languages)
         return problems

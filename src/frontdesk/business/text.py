@@ -41,6 +41,7 @@ def _clean_texts(value: dict[str, str]) -> dict[str, str]:
 # Short text: names, captions, units. Long text: descriptions.
 ShortText = Annotated[dict[str, Annotated[str, Field(max_length=200)]], AfterValidator(_clean_texts)]
 LongText = Annotated[dict[str, Annotated[str, Field(max_length=2000)]], AfterValidator(_clean_texts)]
+MessageText = Annotated[dict[str, Annotated[str, Field(max_length=500)]], AfterValidator(_clean_texts)]
 
 
 def pick(text: Mapping[str, str], language: str, default: str) -> str:

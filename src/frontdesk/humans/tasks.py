@@ -13,12 +13,12 @@ from typing import Any, Literal
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from frontdesk.humans.notifications import Event, Handoff, NewLead
+from frontdesk.humans.notifications import Event, Handoff, NeedsReply, NewLead
 from frontdesk.humans.notifications import notify as record_event
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.store.schema import Conversation, Task
 
-TaskKind = Literal["follow_up", "handoff"]
+TaskKind = Literal["follow_up", "handoff", "needs_reply"]
 Priority = Literal["normal", "high"]
 OPEN = "open"
 
@@ -130,4 +130,54 @@ async def hand_off(
         task_id=task.id,
         dedupe_key=f"handoff:{conversation_id}:{run_key}",
     )
+    return task
+
+
+# What a "needs a reply" task is called, in the operators' language.
+NEEDS_REPLY_TITLES = {
+    "en": "Reply to this customer: the assistant could not prove its answer",
+    "es": "Responder a este cliente: el asistente no pudo comprobar su respuesta",
+    "vi": "Trả lời khách này: trợ lý không kiểm chứng được câu trả lời",
+}
+MAX_HOLDS_KEPT = 5  # the latest refused drafts on one task; older ones are in the turn traces
+
+
+async def hold_for_team(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    conversation_id: str,
+    operator_language: str,
+    draft: str,
+    reasons: list[str],
+    turn_id: int,
+    now: datetime,
+) -> Task:
+    """The hold message promised the customer a person will reply: make it true. One open
+    "needs a reply" task per conversation holds the refused draft and why it was refused (a later
+    hold adds to it); the team is told once per task, through the notification routing."""
+    hold = {"turn_id": turn_id, "at": now.isoformat(), "draft": draft[:4000], "reasons": reasons[:20]}
+    existing = await open_tasks(session, conversation_id, "needs_reply")
+    if existing:
+        task = existing[0]
+        task.details = {**task.details, "holds": [*task.details.get("holds", []), hold][-MAX_HOLDS_KEPT:]}
+        task.updated_at = now
+        return task
+    task = await open_task(
+        session,
+        tenant_id=tenant_id,
+        conversation_id=conversation_id,
+        kind="needs_reply",
+        priority="high",
+        title=NEEDS_REPLY_TITLES.get(operator_language, NEEDS_REPLY_TITLES["en"]),
+        details={"holds": [hold]},
+        now=now,
+    )
+    summary = "; ".join(reasons)[:1500] or "no answer could be proven"
+    event = Event(
+        tenant_id=tenant_id,
+        payload=NeedsReply(conversation_id=conversation_id, task_id=task.id, summary=summary),
+        dedupe_key=f"needs_reply:{task.id}",
+    )
+    await record_event(session, event, now=now)
     return task

@@ -24,6 +24,7 @@ from sqlalchemy import and_, exists, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
+from frontdesk.humans import hold_for_team, open_tasks
 from frontdesk.ingestion.ingest import (
     CONVERSATION_JOB_KEY_PREFIX,
     ai_answers,
@@ -340,7 +341,9 @@ class TurnAssembler:
             )
         except Exception as exc:  # the customer still gets a holding reply; the trace says why
             log.exception("turn for %s failed", conversation.id)
-            failed = GenerationResult(Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000])
+            failed = GenerationResult(
+                Outcome.FALLBACK, text_blocks(FALLBACK_TEXT), detail=f"error: {exc}"[:2000], hold=True
+            )
             run = AgentRun(failed)
         result = run.result
         generation_ms = (time.monotonic() - t0) * 1000
@@ -385,6 +388,8 @@ class TurnAssembler:
                 session.add(trace)
                 await session.flush()
                 await self._agent.persist(session, run, conversation.id, trace.id)
+                if result.outcome == Outcome.FALLBACK and result.hold:
+                    await _hold_for_team(session, conversation, result, trace.id, self._clock.now())
                 answered = await session.execute(
                     update(Message)
                     .where(Message.id.in_([m.id for m in batch]), Message.processed_at.is_(None))
@@ -465,6 +470,29 @@ class TurnAssembler:
             for conversation_id in orphans:
                 await queue_turn(queue, session, conversation_id)
         return len(orphans)
+
+
+async def _hold_for_team(
+    session: AsyncSession, conversation: Conversation, result: GenerationResult, turn_id: int, now: datetime
+) -> None:
+    """The hold message says a person will reply: give a person the task, with the refused draft
+    and why (unless a person has the thread already)."""
+    if await open_tasks(session, conversation.id, "handoff"):
+        return
+    tenant = await session.get(Tenant, conversation.tenant_id)
+    language = str((tenant.policy or {}).get("operator_language", "en")) if tenant is not None else "en"
+    last = result.rejections[-1] if result.rejections else {}
+    reasons = [f"{f['rule']}: {f['reason']}" for f in last.get("failures", [])] or [result.detail or "no answer"]
+    await hold_for_team(
+        session,
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.id,
+        operator_language=language,
+        draft=str(last.get("reply_text", "")),
+        reasons=reasons,
+        turn_id=turn_id,
+        now=now,
+    )
 
 
 def _answering(target: DeliveryTarget, batch: list[Message]) -> DeliveryTarget:

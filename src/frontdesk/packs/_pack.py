@@ -36,6 +36,8 @@ class TenantData:
     playbook_lines: str = ""
     # under the owner's policy edits (e.g. the profile's description as the business description)
     policy_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # language -> what a customer is told when a person will reply instead (the owner's words)
+    hold_texts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class Pack:
     fallback_texts: Mapping[str, str]
     # Said when a voice note could not be understood at all: ask the customer to type it.
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
+    # event -> language -> the true outcome in the pack's words, said before the hold message
+    # when the action happened but the reply about it was refused
+    outcome_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # The playbook a small model reads (``chat_prompt_style`` compact); None: ``playbook``.
     compact_playbook: str | None = None
     # A tenant's own data for its turns (read at every turn; the root caches what it builds

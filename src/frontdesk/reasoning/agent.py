@@ -66,6 +66,7 @@ class AgentPack:
     compact_playbook: str | None = None
     fallback_texts: Mapping[str, str] = field(default_factory=dict)
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
+    outcome_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # The conversation's open multi-step flow, if the pack has flows: (phase, domains).
     flow_state: FlowState | None = None
     # Reviewed snippets offered by route (advisory text for the model, never evidence for the gate).
@@ -87,6 +88,7 @@ class TenantTurnView:
     playbook_lines: str = ""
     policy_defaults: Mapping[str, Any] = field(default_factory=dict)
     item_words: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    hold_texts: Mapping[str, str] = field(default_factory=dict)
 
 
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
@@ -234,7 +236,11 @@ class Agent:
             turn_key=turn.run_key,
             customer_language=decision.language,
         )
-        fallback_text = pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
+        held_by = view.hold_texts if view is not None else {}
+        fallback_text = held_by.get(decision.language) or pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
+        outcome_texts = {
+            event: texts[decision.language] for event, texts in pack.outcome_texts.items() if decision.language in texts
+        }
         try:
             result = await run_generation(
                 self._gateway.client("chat"),
@@ -245,9 +251,12 @@ class Agent:
                 state=state,
                 fallback_text=fallback_text,
                 results=ResultAllowance(budget.tool_result_reserve, budget.count),
+                outcome_texts=outcome_texts,
             )
         except ModelAPIError as exc:  # transient, before anything was done (the loop's rule)
-            held = GenerationResult(Outcome.FALLBACK, text_blocks(fallback_text), detail=f"model unavailable: {exc}")
+            held = GenerationResult(
+                Outcome.FALLBACK, text_blocks(fallback_text), detail=f"model unavailable: {exc}", hold=True
+            )
             run = AgentRun(held, decision.as_json(), bundle.tool_names, prompt.prefix_hash, prompt.size, state)
             raise ModelOutage(exc, run) from exc
         memory_due = self._gateway.configured("utility") and self._cadence.due(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -80,6 +80,8 @@ class GenerationResult:
     detail: str | None = None
     claims: list[dict[str, Any]] = field(default_factory=list)
     rejections: list[dict[str, Any]] = field(default_factory=list)
+    # The customer was told a person will reply: the turn opens a "needs a reply" task for it.
+    hold: bool = False
 
 
 def reply_content(blocks: Sequence[Block]) -> ReplyContent:
@@ -106,13 +108,14 @@ async def run_generation(
     state: WorkingState | None = None,
     fallback_text: str = FALLBACK_TEXT,
     results: ResultAllowance | None = None,
+    outcome_texts: Mapping[str, str] | None = None,
     slot: str = "chat",
 ) -> GenerationResult:
     """``results``: the turn's tool-result reserve (None: results go to the model as they are).
     ``slot``: the gateway slot ``model`` came from (a metrics label)."""
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
-    run = _Run(bundle, context, state, fallback_text, results)
+    run = _Run(bundle, context, state, fallback_text, results, outcome_texts or {})
     variants: dict[bool, ModelRequestParameters] = {}
 
     def parameters() -> ModelRequestParameters:
@@ -221,6 +224,7 @@ class _Run:
     state: WorkingState
     fallback_text: str
     results: ResultAllowance | None = None
+    outcome_texts: Mapping[str, str] = field(default_factory=dict)  # event -> what it did, in words
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
 
     async def tool(self, call: ToolCallPart) -> ToolReturnPart:
@@ -310,7 +314,14 @@ class _Run:
         return self.result
 
     def fallback(self, reason: str) -> GenerationResult:
-        return self.finish(Outcome.FALLBACK, text_blocks(self.fallback_text), reason, [])
+        """The hold message, after what this turn really did ("your request is saved"): a reply
+        refused for its wording must not hide a change that was made."""
+        events = {event for event, _ in self.state.turn_events()}
+        if "follow_up_cancelled" in events:
+            events.discard("follow_up_updated")
+        done = [text for event, text in self.outcome_texts.items() if event in events]
+        self.result.hold = True
+        return self.finish(Outcome.FALLBACK, text_blocks(" ".join([*done, self.fallback_text])), reason, [])
 
 
 def _reasons(verdict: Verdict) -> str:

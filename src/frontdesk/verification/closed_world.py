@@ -195,7 +195,7 @@ def unproven(text: str, groups: Sequence[tuple[Sequence[str], str, str]], g: Gro
         *_addresses(text, g),
         *_links(text, g),
         *_minimums(plain, g),
-        *_numbers(plain, g),
+        *_numbers(_QUOTED.sub(" ", plain), g),  # a quoted example or the customer's words quoted
         *_internal(text, g),
         *_photo_subjects(groups, g),
     ]
@@ -477,9 +477,13 @@ def _numbers(text: str, g: Grounds) -> list[Unproven]:
 
 
 def _internal(text: str, g: Grounds) -> list[Unproven]:
+    # Inside a quoted example the customer is shown what to send ("I'm Ana, [your phone], ..."):
+    # the blank is theirs to fill, not the reply's.
+    said = " ".join(g.customer)  # what the customer typed may be repeated back, braces and all
     failures = [
         Unproven("placeholder", f"{written!r} is template text that was never filled in")
-        for written in facts.placeholders(text)
+        for written in facts.placeholders(_QUOTED.sub(" ", text))
+        if written not in said
     ]
     failures.extend(
         Unproven("internal", f"{written!r} is addressed to the assistant, not to the customer")

@@ -53,6 +53,7 @@ FIELDS = (
     "exceptions",
     "new_exception",
     "notes",
+    "hold_message",
 )
 NOTICES = ("saved", "unchanged")
 
@@ -127,7 +128,7 @@ def profile_values(data: BusinessData) -> Values:
         "website": profile.website or "",
         "timezone": profile.timezone,
     }
-    for field in ("description", "notes"):
+    for field in ("description", "notes", "hold_message"):
         for language, text in getattr(profile, field).items():
             values[f"{field}.{language}"] = text
     for day in WEEKDAYS:
@@ -156,6 +157,7 @@ def profile_from(values: Values, removed: list[str], data: BusinessData) -> Busi
         "hours": {day: values.get(f"hours.{day}", "") for day in WEEKDAYS},
         "exceptions": [*kept, *([new_day] if new_day else [])],
         "notes": texts(values, "notes", languages),
+        "hold_message": texts(values, "hold_message", languages),
     }
     profile = None
     try:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # ``lead`` rather than ``new_lead``: rows recorded before routing existed (and the print shop's
 # tests) already say ``lead``, and a kind is stored, subscribed to and sent to webhooks verbatim.
-Kind = Literal["handoff", "lead", "delivery_failed", "claim_rejected_spike"]
+Kind = Literal["handoff", "lead", "needs_reply", "delivery_failed", "claim_rejected_spike"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 RouteName = Literal["email", "telegram", "webhook"]
@@ -56,6 +56,19 @@ class NewLead(_Payload):
         return self.summary
 
 
+class NeedsReply(_Payload):
+    """The assistant could not prove an answer: the customer was told a person will reply, and a
+    "needs a reply" task holds the refused draft and the reasons (``humans.tasks.hold_for_team``)."""
+
+    kind: Literal["needs_reply"] = "needs_reply"
+    conversation_id: str
+    task_id: str
+    summary: str = Field(max_length=2000)
+
+    def text(self) -> str:
+        return self.summary
+
+
 class DeliveryFailed(_Payload):
     """A reply could not be delivered to the customer (receipt ``failed`` or ``partial``)."""
 
@@ -81,7 +94,7 @@ class ClaimRejectedSpike(_Payload):
         return f"{self.count} replies rejected by the verification gate in {self.window_minutes} min"
 
 
-Payload = Annotated[Handoff | NewLead | DeliveryFailed | ClaimRejectedSpike, Field(discriminator="kind")]
+Payload = Annotated[Handoff | NewLead | NeedsReply | DeliveryFailed | ClaimRejectedSpike, Field(discriminator="kind")]
 
 
 class Recipient(BaseModel):

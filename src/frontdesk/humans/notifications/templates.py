@@ -16,18 +16,21 @@ SUBJECTS: dict[str, dict[str, str]] = {
     "en": {
         "handoff": "{business}: a customer asks for a person",
         "lead": "{business}: new lead",
+        "needs_reply": "{business}: a customer is waiting for a reply",
         "delivery_failed": "{business}: a reply could not be delivered",
         "claim_rejected_spike": "{business}: {count} replies held back in {window_minutes} min",
     },
     "es": {
         "handoff": "{business}: un cliente pide hablar con una persona",
         "lead": "{business}: nuevo cliente potencial",
+        "needs_reply": "{business}: un cliente espera una respuesta",
         "delivery_failed": "{business}: no se pudo entregar una respuesta",
         "claim_rejected_spike": "{business}: {count} respuestas retenidas en {window_minutes} min",
     },
     "vi": {
         "handoff": "{business}: khách hàng muốn gặp nhân viên",
         "lead": "{business}: có khách hàng tiềm năng mới",
+        "needs_reply": "{business}: một khách hàng đang chờ trả lời",
         "delivery_failed": "{business}: không gửi được câu trả lời",
         "claim_rejected_spike": "{business}: {count} câu trả lời bị giữ lại trong {window_minutes} phút",
     },

@@ -51,6 +51,35 @@ FALLBACK_TEXTS = {
     "một nhân viên của chúng tôi sẽ liên hệ lại với bạn ngay.",
 }
 
+# What really happened, said before the hold message when the reply about it was refused.
+OUTCOME_TEXTS = {
+    "lead_captured": {
+        "en": "Your request is saved for our team.",
+        "es": "Tu solicitud ha quedado guardada para nuestro equipo.",
+        "vi": "Yêu cầu của bạn đã được lưu cho nhân viên của chúng tôi.",
+    },
+    "follow_up_updated": {
+        "en": "Your saved request has been updated.",
+        "es": "Tu solicitud guardada se ha actualizado.",
+        "vi": "Yêu cầu đã lưu của bạn đã được cập nhật.",
+    },
+    "follow_up_cancelled": {
+        "en": "Your request has been cancelled.",
+        "es": "Tu solicitud se ha cancelado.",
+        "vi": "Yêu cầu của bạn đã được hủy.",
+    },
+    "customer_info_updated": {
+        "en": "Your contact details are saved.",
+        "es": "Tus datos de contacto han quedado guardados.",
+        "vi": "Thông tin liên hệ của bạn đã được lưu.",
+    },
+    "handoff_triggered": {
+        "en": "A person from our team now has this conversation.",
+        "es": "Una persona de nuestro equipo ya tiene esta conversación.",
+        "vi": "Một nhân viên của chúng tôi đã tiếp nhận cuộc trò chuyện này.",
+    },
+}
+
 VOICE_FAILED_TEXTS = {
     "en": "Sorry, I couldn't make out your voice message. Could you type it for me?",
     "es": "Perdona, no pude entender tu mensaje de voz. ¿Podrías escribirlo?",
@@ -106,6 +135,7 @@ async def tenant_data(deps: PackDeps, tenant_id: str) -> TenantData:
         item_words=item_words(items),
         playbook_lines=item_index(items, default),
         policy_defaults={"business_description": description[:1000]} if description else {},
+        hold_texts=dict(data.profile.hold_message) if data.profile else {},
     )
 
 
@@ -119,6 +149,7 @@ PACK = Pack(
     playbook=PLAYBOOK,
     compact_playbook=COMPACT_PLAYBOOK,
     fallback_texts=FALLBACK_TEXTS,
+    outcome_texts=OUTCOME_TEXTS,
     voice_failed_texts=VOICE_FAILED_TEXTS,
     tenant_data=tenant_data,
 )
