@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from frontdesk.context.identity import IdentityPolicy
 from frontdesk.errors import ConfigError
+from frontdesk.verification import COMPANION_RULES
 from frontdesk.verification.claims import CLAIM_TYPES
 
 
@@ -92,7 +93,7 @@ class Expect(_Strict):
     fallback: bool | None = None
     no_reply: bool = False
     images: int | None = None
-    tasks_open: dict[Literal["follow_up", "handoff"], int] | None = None
+    tasks_open: dict[Literal["follow_up", "handoff", "needs_reply"], int] | None = None
     notifications: dict[str, int] | None = None
     ai_enabled: bool | None = None
     draft_open: bool | None = None
@@ -102,7 +103,7 @@ class Expect(_Strict):
     @field_validator("claims_accepted", "claims_rejected")
     @classmethod
     def _known_claims(cls, value: list[str], info: Any) -> list[str]:
-        known = set(CLAIM_TYPES) | ({"price", "image", "contact"} if info.field_name == "claims_rejected" else set())
+        known = set(CLAIM_TYPES) | (set(COMPANION_RULES) if info.field_name == "claims_rejected" else set())
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(f"unknown claim types {unknown} (known: {', '.join(sorted(known))})")

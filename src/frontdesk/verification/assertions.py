@@ -80,6 +80,7 @@ _PATTERNS: dict[str, list[str]] = {
     ],
 }
 _COMPILED = {family: [re.compile(p, re.IGNORECASE) for p in patterns] for family, patterns in _PATTERNS.items()}
+FAMILIES = tuple(_PATTERNS)
 # A commitment on a condition is not an assertion: "we'll call you once you send your number".
 _CONDITION = re.compile(
     r"\b(?:if|once|as soon as|when you|after you|si|cuando|en cuanto|una vez|nếu|khi|sau khi|ngay khi|can|could|"

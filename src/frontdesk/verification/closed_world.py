@@ -85,7 +85,7 @@ _NEGATION = re.compile(r"\b(?:no|not|isn't|aren't|don't|doesn't|never|sin|nunca|
 _MINIMUM = re.compile(
     r"\b(?:minimum(?: order)?(?: of| is)?|min\.?(?: order)?(?: of| is)?|at least|mínimo(?: de| es)?|"
     r"pedido mínimo(?: de| es)?|"
-    r"como mínimo|tối thiểu|ít nhất|a partir de|from|desde|groups? of|grupos de|nhóm)\s*(?P<n>\d[\d,.]*)",
+    r"como mínimo|tối thiểu|ít nhất|a partir de|groups? of|grupos de)\s*(?P<n>\d[\d,.]*)",
     re.I,
 )
 _TOOL_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.platform.observability.tracing import VERIFY, stage
-from frontdesk.verification.assertions import asserted_actions, proven
+from frontdesk.verification.assertions import FAMILIES, asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
     Claim,
@@ -33,6 +33,14 @@ from frontdesk.verification.closed_world import grounds_of, tier_failures, unpro
 from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.money import money_values
 from frontdesk.verification.numbers import with_digits
+
+# Every rule name a refusal may carry besides the claim types: what a rejection row, a trace and
+# an eval scenario's ``claims_rejected`` name.
+COMPANION_RULES = (
+    "price", "image", "contact", "percentage", "offer", "time", "hours", "date", "turnaround", "address",
+    "link", "quantity", "figure", "placeholder", "internal", "photo",
+    *(f"undeclared {family.replace('_', ' ')}" for family in FAMILIES),
+)  # fmt: skip
 
 _IMAGE_URL = re.compile(r"https?://\S+?\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
 
