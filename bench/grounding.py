@@ -8,7 +8,8 @@ the gate about the reply, with no claims declared: the gate must judge the text 
 
 Prints, per category: lies, lies shipped, honest replies, honest replies refused; then the gate's
 time per reply (p50, p99) and every miss with the gate's reasons. The development part and the
-held-out part are reported separately.
+held-out part (and the fresh part, written after the development part was tuned on) are reported
+separately.
 
 Run:
     .venv/bin/python bench/grounding.py                 # both parts
@@ -56,7 +57,11 @@ from frontdesk.verification import ReplyContent, Verdict, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "grounding"
-PARTS = {"development": DATA / "replies.jsonl", "held-out": DATA / "replies_heldout.jsonl"}
+PARTS = {
+    "development": DATA / "replies.jsonl",
+    "held-out": DATA / "replies_heldout.jsonl",
+    "fresh": DATA / "replies_fresh.jsonl",
+}
 MEDIA_BASE = "https://shop.example/media/catalog"
 BUSINESSES = {
     "print-shop": (ROOT / "src/frontdesk/packs/catalog/demo/print-shop.yaml", ["en", "es", "vi"]),
@@ -406,7 +411,7 @@ def _parts(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", metavar="FILE", help="validate one corpus file and run its tool calls; no gate")
-    parser.add_argument("--part", choices=["all", "development", "held"], default="all")
+    parser.add_argument("--part", choices=["all", "development", "held", "fresh"], default="all")
     parser.add_argument("--misses", action="store_true", help="list every lie shipped and honest reply refused")
     parser.add_argument("--rounds", type=int, default=5, help="gate runs per reply for the timing (median kept)")
     args = parser.parse_args()
