@@ -237,7 +237,8 @@ async def test_quiet_window_does_not_hold_a_worker(db):
         await runtime.runner.stop()
 
     assert len(await replies(db)) == 10
-    assert elapsed < 3.0, f"ten quiet windows were served one after another ({elapsed:.1f}s)"
+    # Served one after another, ten windows of 0.5 s take at least 5 s; together, about one window.
+    assert elapsed < 4.5, f"ten quiet windows were served one after another ({elapsed:.1f}s)"
 
 
 async def test_conversation_taken_by_a_human_gets_no_agent_reply(db):

@@ -205,13 +205,13 @@ async def test_model_that_never_replies_ships_the_fallback_with_a_receipt(db):
 
 
 async def test_prose_instead_of_reply_is_retried_once_then_salvaged_into_the_reply(db):
-    prose = {"name": "p", "default": [{"text": "We open at 9."}, {"text": "We open at 9am, Monday to Friday."}]}
+    prose = {"name": "p", "default": [{"text": "Happy to help."}, {"text": "Happy to help with your order."}]}
     runtime, accounts = await make_runtime(db, prose, quiet_window_s=0)
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "when do you open?"))
 
     await runtime.assembler.process(first.conversation_id, "w")
 
-    assert await reply_texts(db) == ["We open at 9am, Monday to Friday."]
+    assert await reply_texts(db) == ["Happy to help with your order."]
     from harness import traces
 
     (trace,) = await traces(db)

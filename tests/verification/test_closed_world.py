@@ -215,3 +215,10 @@ def test_template_text_and_words_for_the_assistant_never_ship(lie, rule):
 def test_a_link_the_tools_never_returned_is_refused():
     assert refused("Order online at demo-print.example/sale", state(INFO)) == ["link"]
     assert refused("Order online at https://demo-print.example", state(INFO)) == []
+
+
+def test_a_figure_asked_about_is_no_assertion():
+    asked = state(FLYERS, customer=("I need 500 flyers",))
+
+    assert refused("Sorry, did you say 500 or 5000 flyers?", asked) == []
+    assert refused("Sure, 5000 flyers it is.", asked) == ["figure"]

@@ -463,6 +463,9 @@ def _numbers(text: str, g: Grounds) -> list[Unproven]:
     ]
     for written in sorted(spans, key=len, reverse=True):
         blanked = blanked.replace(written, " " * len(written))
+    # A question asserts no figure: "did you say 500 or 5000 flyers?" checks what the customer meant.
+    for question in re.findall(r"[^.!?\n]*\?", blanked):
+        blanked = blanked.replace(question, " " * len(question))
     known = {n for t in (*g.tool_texts, *g.policy, *g.customer) for n in _numbers_in(_digits(t))}
     failures = []
     for match in _NUMBER.finditer(blanked):
