@@ -89,14 +89,6 @@ _MINIMUM = re.compile(
     re.I,
 )
 _TOOL_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
-_TIER_AFTER = re.compile(
-    r"^\s*(?:/|for|per|por|para|cho|x|each for)\s*(?:the\s+|a\s+|an\s+|los\s+|las\s+|mỗi\s+)?(?P<q>\d[\d,.]*)(?!\s*%)"
-)
-_TIER_BEFORE = re.compile(
-    r"(?P<q>\d[\d,.]*)\s+(?:[^\W\d_]+\s+){1,3}(?:for|cost|costs|are|is|at|por|cuestan|cuesta|son|"
-    r"sale[ns]? a|giá|là|hết)\s*$",
-    re.I,
-)
 
 
 @dataclass
@@ -142,7 +134,7 @@ def grounds_of(state: WorkingState) -> Grounds:
         turnaround.update(e.turnaround_days)
         if len(e.references) == 1 and e.photos:
             (item,) = e.references
-            photo_items.update({_url_key(url): item for url in e.photos.values()})
+            photo_items.update({facts.link_key(url): item for url in e.photos.values()})
     return Grounds(
         tool_texts=[
             *(t for e in evidence for t in e.texts),
@@ -160,10 +152,6 @@ def grounds_of(state: WorkingState) -> Grounds:
         tool_names=state.tool_names | {entry.tool_name for entry in state.tool},
         photo_items=photo_items,
     )
-
-
-def _url_key(url: str) -> str:
-    return facts.link_key(url)
 
 
 _digits = with_digits  # cached there
@@ -503,7 +491,7 @@ def _internal(text: str, g: Grounds) -> list[Unproven]:
 def _photo_subjects(groups: Sequence[tuple[Sequence[str], str, str]], g: Grounds) -> list[Unproven]:
     failures: list[Unproven] = []
     for urls, caption, before in groups:
-        shown = {g.photo_items[k] for k in map(_url_key, urls) if k in g.photo_items}
+        shown = {g.photo_items[k] for k in map(facts.link_key, urls) if k in g.photo_items}
         if not shown:
             continue  # a photo not fetched this turn fails the image rule
         said = caption or (facts.sentences(before)[-1] if before.strip() else "")
