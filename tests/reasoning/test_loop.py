@@ -10,7 +10,7 @@ from pydantic_ai import ModelRequest, UserPromptPart
 
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolResult
 from frontdesk.context.truncation import ResultAllowance
-from frontdesk.output.blocks import TextBlock
+from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.models.contract import GATE_SCHEMA
 from frontdesk.reasoning.loop import FALLBACK_TEXT, Outcome, run_generation
 from frontdesk.reasoning.salvage import salvage_reply
@@ -176,3 +176,17 @@ async def test_the_reply_may_show_images_only_once_a_tool_returned_a_photo():
     # Step 1: no photo yet, so the narrower (text-only) schema; step 2: the photo is there.
     assert [narrowed for narrowed, _ in seen] == [True, False]
     assert seen[0][1] == seen[1][1]  # the schema hosted models cache never changes within a turn
+
+
+def test_salvage_trims_a_photo_group_of_eleven_to_ten_instead_of_dropping_every_photo():
+    urls = [f"https://shop.example/p/{n}.jpg" for n in range(11)]
+    raw = json.dumps({"blocks": [{"type": "text", "text": "Our flyers:"}, {"type": "image_group", "urls": urls}]})
+
+    salvaged = salvage_reply(raw)
+
+    assert salvaged is not None
+    text, photos = salvaged
+    assert isinstance(text, TextBlock)
+    assert text.text == "Our flyers:"
+    assert isinstance(photos, ImageGroupBlock)
+    assert [str(u) for u in photos.urls] == urls[:10]

@@ -89,6 +89,22 @@ def test_prices_in_words_and_tied_to_a_quantity_must_be_fetched(lie, honest):
     assert refused(honest, state(CARDS)) == []
 
 
+BANNERS = ToolResult(
+    {"id": "banners", "price": "$1,200 / 100 banners"},
+    ToolEvidence(
+        frozenset({"banners"}),
+        prices=("$1,200 / 100 banners",),
+        prices_by_reference={"banners": ("$1,200 / 100 banners",)},
+    ),
+)
+
+
+@pytest.mark.parametrize("written", ["$1 200 for 100 banners.", "1 200 $ for 100 banners.", "$1,200.00 for 100."])
+def test_thousands_grouped_with_a_plain_space_beside_a_currency_are_one_amount(written):
+    assert refused(written, state(BANNERS)) == []
+    assert "price" in refused(written.replace("200", "300"), state(BANNERS))
+
+
 @pytest.mark.parametrize(
     ("lie", "honest"),
     [

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frontdesk.output.blocks import Block, ReplyPayload, text_blocks
+from frontdesk.output.blocks import MAX_BLOCKS, MAX_IMAGES, Block, ReplyPayload, text_blocks
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 _TEXT_FIELD = re.compile(r'"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -49,10 +49,20 @@ def _as_payload(candidate: str) -> list[Block] | None:
         data.pop("claims", None)  # salvaged text proves nothing; the companion rules still apply
     if isinstance(data, dict) and "blocks" not in data and isinstance(data.get("text"), str):
         data = {"blocks": [{"type": "text", "text": data["text"]}]}
+    if isinstance(data, dict) and isinstance(data.get("blocks"), list):
+        data["blocks"] = [_within_limits(b) for b in data["blocks"][:MAX_BLOCKS]]
     try:
         return list(ReplyPayload.model_validate(data).blocks)
     except ValidationError:
         return None
+
+
+def _within_limits(block: Any) -> Any:
+    """A group of eleven photos keeps its first ten: one photo too many must not cost the customer
+    every photo (the validated ``reply`` tool refuses it; salvage is the last chance)."""
+    if isinstance(block, dict) and isinstance(block.get("urls"), list) and len(block["urls"]) > MAX_IMAGES:
+        return {**block, "urls": block["urls"][:MAX_IMAGES]}
+    return block
 
 
 def _unescape(value: str) -> str:

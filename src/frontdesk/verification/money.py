@@ -14,10 +14,13 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import NamedTuple
 
-# Thousands are grouped with commas, dots or non-breaking spaces; never a plain space or a line
-# break, which separate a price from the next quantity ("$50\n500 cards").
+# Thousands are grouped with commas, dots or non-breaking spaces; never a line break, which
+# separates a price from the next quantity ("$50\n500 cards"). A plain space groups thousands only
+# beside a currency ("$1 200", "1 200 €"): "45 250 cards" stays two numbers.
 _NUMBER = r"\d{1,3}(?:[,.\u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
+_SPACED = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)"
 _AMOUNT = rf"(?:{_NUMBER})(?:\s?[kK](?![a-zA-Z]))?"
+_SIGNED_AMOUNT = rf"(?:{_SPACED}|{_NUMBER})(?:\s?[kK](?![a-zA-Z]))?"
 _BEFORE = r"(?P<pre>US\$|USD\s?|\$|€|£|EUR\s?|₫|VND\s?)"
 _AFTER_WORDS = (
     r"USD|EUR|VND|VNĐ|US dollars?|dollars?|bucks|d[oó]lar(?:es)?|euros?|pesos?|"
@@ -30,8 +33,8 @@ _RANGE = r"\s?(?:-|\u2013|\u2014|to|or|and|a|y|o|hasta|đến|tới)\s?"
 _UNIT_WORDS = r"(?:each|per|apiece|a piece|cada|por|mỗi)\b"
 _RANGE_AFTER_PRICE = r"\s?(?:-|\u2013|\u2014|to|a|hasta|đến|tới)\s?"
 _MONEY = re.compile(
-    rf"{_BEFORE}\s?(?P<a>{_AMOUNT})(?:{_RANGE_AFTER_PRICE}(?P<c>{_AMOUNT})(?![\d$€£₫])(?!\s?(?!{_UNIT_WORDS})[^\W\d_]))?"
-    rf"|(?P<b>{_AMOUNT})(?:{_AFTER}|(?={_RANGE}(?:{_AMOUNT})\s?(?:[$€£₫]|(?:{_AFTER_WORDS})(?!\w))))",
+    rf"{_BEFORE}\s?(?P<a>{_SIGNED_AMOUNT})(?:{_RANGE_AFTER_PRICE}(?P<c>{_AMOUNT})(?![\d$€£₫])(?!\s?(?!{_UNIT_WORDS})[^\W\d_]))?"
+    rf"|(?P<b>{_SIGNED_AMOUNT})(?:{_AFTER}|(?={_RANGE}(?:{_AMOUNT})\s?(?:[$€£₫]|(?:{_AFTER_WORDS})(?!\w))))",
     re.IGNORECASE,
 )
 _CURRENCIES = {
@@ -55,7 +58,7 @@ class Money(NamedTuple):
 
 
 def _to_decimal(raw: str) -> Decimal | None:
-    digits = raw.replace("\u00a0", "").replace("\u202f", "").strip()
+    digits = raw.replace("\u00a0", "").replace("\u202f", "").replace(" ", "").strip()
     thousands = digits[-1:] in ("k", "K")
     digits = digits.rstrip("kK").strip()
     # The last separator followed by exactly 1-2 digits is the decimal point; the rest group thousands.
