@@ -61,6 +61,7 @@ PARTS = {
     "development": DATA / "replies.jsonl",
     "held-out": DATA / "replies_heldout.jsonl",
     "fresh": DATA / "replies_fresh.jsonl",
+    "final": DATA / "replies_final.jsonl",
 }
 MEDIA_BASE = "https://shop.example/media/catalog"
 BUSINESSES = {
@@ -411,7 +412,7 @@ def _parts(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", metavar="FILE", help="validate one corpus file and run its tool calls; no gate")
-    parser.add_argument("--part", choices=["all", "development", "held", "fresh"], default="all")
+    parser.add_argument("--part", choices=["all", "development", "held", "fresh", "final"], default="all")
     parser.add_argument("--misses", action="store_true", help="list every lie shipped and honest reply refused")
     parser.add_argument("--rounds", type=int, default=5, help="gate runs per reply for the timing (median kept)")
     args = parser.parse_args()
