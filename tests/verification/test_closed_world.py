@@ -238,3 +238,63 @@ def test_a_figure_asked_about_is_no_assertion():
 
     assert refused("Sorry, did you say 500 or 5000 flyers?", asked) == []
     assert refused("Sure, 5000 flyers it is.", asked) == ["figure"]
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest", "customer"),
+    [
+        # a total from a unit price and the customer's count
+        ("10 flyers... no: 3 boxes would be $150.", "3 boxes of 250 cards would be $135.", "3 boxes of 250 cards?"),
+        # a sum of the reply's own proven amounts
+        ("$45 and $85, so $140 together.", "$45 and $85, so $130 together.", "cards and flyers?"),
+        # two said as a word
+        ("Both would be $100.", "Both would be $90.", "two boxes of 250 cards"),
+    ],
+)
+def test_a_total_computed_from_proven_prices_ships_and_a_wrong_one_does_not(lie, honest, customer):
+    assert "price" in refused(lie, state(CARDS, FLYERS, customer=(customer,)))
+    assert refused(honest, state(CARDS, FLYERS, customer=(customer,))) == []
+
+
+def test_a_percentage_the_owner_wrote_applies_to_the_items_it_names_and_only_in_its_period():
+    promo = ("December promotion: 15% off all flyer orders placed before December 20.",)
+    flyers = "Flyers are 15% off this month: 500 letter-size flyers are $72.25 instead of $85."
+    cards = "Business cards are 15% off too: $38.25 for 250."
+
+    assert refused(flyers, state(FLYERS, CARDS, policy=promo)) == []
+    assert "price" in refused(cards, state(FLYERS, CARDS, policy=promo))
+    january = state(FLYERS, policy=promo)
+    january.now = datetime(2027, 1, 5, 15, 30, tzinfo=UTC)
+    assert {"price", "percentage"} <= set(refused(flyers, january))
+
+
+def test_a_round_figure_after_about_is_near_a_proven_price_and_no_further():
+    helmet = ToolResult(
+        {"id": "helmet", "price": "€39.95 / helmet"},
+        ToolEvidence(
+            frozenset({"helmet"}), prices=("€39.95 / helmet",), prices_by_reference={"helmet": ("€39.95 / helmet",)}
+        ),
+    )
+    assert refused("It's just under forty euros, €39.95 to be exact.", state(helmet)) == []
+    assert "price" in refused("It's about forty-five euros.", state(helmet))
+    assert "price" in refused("It's forty euros.", state(helmet))
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        ("Collect it once it's done.", "Collect it once it's done."),
+        ("Cerramos a las once.", "Cerramos a las 11."),
+        ("bánh mì que bảy nghìn một que", "bánh mì que 7000 ₫ một que"),
+        ("túi 10 que thì sáu chục nghìn", "túi 10 que thì 60000 ₫"),
+    ],
+)
+def test_numbers_in_words_are_read_in_the_words_own_language(text, reading):
+    assert with_digits(text) == reading
+
+
+def test_a_weekday_with_its_day_of_the_month_is_a_date_not_a_stray_figure():
+    shop = ToolResult({"weekly_hours": ["Thursday: 09:00-18:00"]}, ToolEvidence(schedule=WEEKLY))
+    asked = ("If I drop the card order off on Thursday 3, when is it ready?",)
+    assert set(refused("Drop it off today and it's ready on Thursday 3.", state(CARDS, shop))) == {"date"}
+    assert refused("Drop it off on Thursday 3 and it's ready on Monday 7.", state(CARDS, shop, customer=asked)) == []

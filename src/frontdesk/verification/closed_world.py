@@ -142,7 +142,8 @@ def grounds_of(state: WorkingState) -> Grounds:
             *(str(days) for e in evidence for days in e.turnaround_days.values()),
         ],
         customer=[with_digits(t) for t in state.customer_contacts],
-        policy=[with_digits(t) for t in state.policy_texts],
+        # A promotion bounded to another month or to a day gone by states nothing today.
+        policy=[with_digits(t) for t in state.policy_texts if facts.in_season(t, local.date())],
         schedule=schedule,
         turnaround=turnaround,
         today=local.date(),
@@ -336,9 +337,13 @@ def _promised_dates(text: str, g: Grounds) -> list[Unproven]:
             continue
         needed = _turnaround_for(sentence, g)
         echoed = bool(_ECHO.search(sentence))  # "you need them by Friday": the customer's date, not a promise
-        for written, when in facts.dates(sentence, g.today):
+        said = facts.dates(sentence, g.today)
+        latest = max((when for _, when in said), default=None)
+        for written, when in said:
             if (echoed and when in customer_dates) or when.isoformat() in stated:
                 continue
+            if when in customer_dates and latest is not None and when < latest:
+                continue  # "left today, ready Thursday": the customer's own start, not the promise
             days = (when - g.today).days
             if needed is None:
                 failures.append(Unproven("date", f"{written!r}: no turnaround was fetched for what is promised"))

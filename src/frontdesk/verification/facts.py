@@ -304,6 +304,10 @@ def dates(text: str, today: date) -> list[tuple[str, date]]:
             except ValueError:
                 continue
             found.append((match.group(0), when))
+    for match in _WEEKDAY_DATE.finditer(text):
+        dated = _dated_weekday(today, _DAY_WORDS[match.group("weekday").lower()], int(match.group("day")))
+        if dated is not None:
+            found.append((match.group(0), dated))
     for written, key in day_words(text):
         found.append((written, _next_weekday(today, key)))
     for written, days in relative_days(text):
@@ -312,6 +316,29 @@ def dates(text: str, today: date) -> list[tuple[str, date]]:
         days = _days(int(match.group("n")), match.group("unit"))
         found.append((match.group(0), today + timedelta(days=days)))
     return found
+
+
+# "el jueves 3", "Thursday the 3rd": a weekday with its day of the month. Not "Monday 9 to 6",
+# which is hours.
+_WEEKDAY_DATE = re.compile(
+    rf"(?<!\w)(?P<weekday>{_DAY_PATTERN}),?\s+(?:the\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:/.,h]\d)(?![\d:h])"
+    r"(?!\s*(?:-|\u2013|to|a|al|hasta|until|till|đến|tới|y media|am|pm|a\.m|p\.m|giờ|de la|in the|o'clock)(?!\w))",
+    re.IGNORECASE,
+)
+
+
+def _dated_weekday(today: date, key: str, day: int) -> date | None:
+    """The date this month or next that falls on ``day`` and is that weekday, if any."""
+    year, month = today.year, today.month
+    for _ in range(2):
+        try:
+            when: date | None = date(year, month, day)
+        except ValueError:
+            when = None
+        if when is not None and when >= today - timedelta(days=7) and WEEKDAYS[when.weekday()] == key:
+            return when
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
 
 
 def _days(n: int, unit: str) -> int:
@@ -360,3 +387,37 @@ def placeholders(text: str) -> list[str]:
 
 def instructions(text: str) -> list[str]:
     return [m.group(0) for m in _INSTRUCTION.finditer(text)]
+
+
+# A period an owner's line is bounded by: "December promotion", "en enero", "tháng 12/2026",
+# "12/2026". Abbreviations are left out ("may", "mar" are words), and "May" counts only capitalised.
+_PERIOD = re.compile(
+    r"(?<!\w)(?P<month>january|february|march|april|june|july|august|september|october|november|december|"
+    r"enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre|"
+    r"(?-i:May))(?!\w)(?:\s+(?:de\s+|of\s+)?(?P<year>\d{4}))?"
+    r"|tháng\s+(?P<monthnum>\d{1,2})(?!\d)(?:\s*/\s*(?P<year2>\d{4}))?"
+    r"|(?<![\d/])(?P<monthnum2>\d{1,2})/(?P<year3>\d{4})(?![\d/])",
+    re.IGNORECASE,
+)
+_UNTIL = re.compile(
+    r"(?:before|until|till|through|by|hasta(?: el)?|antes del?|trước(?: ngày)?|đến(?: hết)?(?: ngày)?)\s*$",
+    re.IGNORECASE,
+)
+
+
+def in_season(text: str, today: date) -> bool:
+    """False when an owner's line is bounded in time and ``today`` is outside it: a December
+    promotion in January, "before December 20" on the 21st. A line naming no period always holds."""
+    for written, when in dates(text, today):
+        at = text.find(written)
+        if at >= 0 and _UNTIL.search(text[:at]):
+            if (when - today).days > 180:  # "until December 20" read in January: last December's
+                when = when.replace(year=when.year - 1)
+            return today <= when
+    periods = []
+    for match in _PERIOD.finditer(text):
+        groups = match.groupdict()
+        month = _MONTHS.get((groups["month"] or "").lower()) or int(groups["monthnum"] or groups["monthnum2"] or 0)
+        year = groups["year"] or groups["year2"] or groups["year3"]
+        periods.append((month, int(year) if year else None))
+    return not periods or any(m == today.month and y in (None, today.year) for m, y in periods)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.platform.observability.tracing import VERIFY, stage
+from frontdesk.verification.arithmetic import Amount, computed, counts_in, percents_in
 from frontdesk.verification.assertions import FAMILIES, asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
@@ -29,8 +30,9 @@ from frontdesk.verification.claims import (
     LeadCaptured,
     ServicePresented,
 )
-from frontdesk.verification.closed_world import grounds_of, tier_failures, unproven
+from frontdesk.verification.closed_world import Grounds, grounds_of, tier_failures, unproven, without_money
 from frontdesk.verification.contacts import contact_values, keys_of, known
+from frontdesk.verification.facts import fold
 from frontdesk.verification.money import money_values
 from frontdesk.verification.numbers import with_digits
 
@@ -117,7 +119,7 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
     groups = [(g.urls, with_digits(g.caption), with_digits(g.text_before)) for g in reply.image_groups]
     evidence_prices = [p for e in (*state.turn_evidence, *state.earlier_evidence()) for p in e.prices]
     return [
-        *_price_failures(written, state, claims),
+        *_price_failures(written, state, claims, grounds),
         *(Failure(u.rule, u.reason) for u in tier_failures(written.text, evidence_prices)),
         *_image_failures(reply, state),
         *_contact_failures(written, state),
@@ -199,12 +201,14 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
     return fail("unknown claim type")  # pragma: no cover - the union is closed
 
 
-def _price_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[Claim]) -> list[Failure]:
+def _price_failures(
+    reply: ReplyContent, state: WorkingState, claims: Sequence[Claim], grounds: Grounds
+) -> list[Failure]:
     evidence = (*state.turn_evidence, *state.earlier_evidence())
     fetched = {(m.value, m.currency) for e in evidence for text in e.prices for m in money_values(text)}
     # An amount the business's own data states elsewhere (a deposit in its notes, a fee in its
     # policy) is a fact too; the customer's amounts are not ("is it $30?" proves no price).
-    stated = [*(t for e in evidence for t in e.texts), *state.policy_texts]
+    stated = [*(t for e in evidence for t in e.texts), *grounds.policy]
     fetched |= {(m.value, m.currency) for text in stated for m in money_values(with_digits(text))}
     # A reply that declares which services it presents may quote only their prices: "$70" is a
     # real price of business cards, not of wedding invitations.
@@ -219,8 +223,15 @@ def _price_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[C
     bound = bool(declared) and all(ref in known for ref in declared)
     allowed = set().union(*(by_service.get(ref, set()) for ref in declared)) if bound else fetched
     failures: list[Failure] = []
-    for money in money_values(reply.text):
+    amounts = money_values(reply.text)
+    # The customer's arithmetic, done from proven prices: counts the customer or the reply wrote,
+    # percentages the business wrote (never the customer's: "can I get 50% off?" proves nothing).
+    counts = counts_in([without_money(reply.text), *(with_digits(t) for t in state.customer_contacts)])
+    discounts = _discounts(stated, by_service, grounds)
+    for money in amounts:
         if any(money.value == value and money.currency in (None, currency) for value, currency in allowed):
+            continue
+        if computed(money, reply.text, amounts, allowed, counts, discounts):
             continue
         if bound and any(money.value == value for value, _ in fetched):
             reason = (
@@ -232,6 +243,23 @@ def _price_failures(reply: ReplyContent, state: WorkingState, claims: Sequence[C
             reason = f"the price {money.written} does not match any price a tool returned; never invent prices"
         failures.append(Failure("price", reason))
     return failures
+
+
+def _discounts(
+    stated: Sequence[str], by_service: dict[str, set[Amount]], grounds: Grounds
+) -> list[tuple[Decimal, set[Amount] | None]]:
+    """Each percentage the business wrote, with the prices it may be taken from: a line naming
+    items ("15% off all flyer orders") applies to their prices only; a line naming none, to any."""
+    found: list[tuple[Decimal, set[Amount] | None]] = []
+    for text in stated:
+        percents = percents_in([text])
+        if not percents:
+            continue
+        words = f" {fold(text)} "
+        named = [ref for ref, names in grounds.item_words.items() if any(f" {fold(n)} " in words for n in names)]
+        scope = set().union(*(by_service.get(ref, set()) for ref in named)) if named else None
+        found.extend((p, scope) for p in percents)
+    return found
 
 
 def _image_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:

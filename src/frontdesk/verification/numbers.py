@@ -33,11 +33,13 @@ _VI_COUNTED = (
 )
 _VI_CURRENCY = r"(?:đồng|đ|vnđ|vnd|₫)(?!\w)"
 _SPOKEN_UNITS = {"lăm", "mốt", "tư", "nhăm"}  # a units word that only follows a tens digit
-_VI_WORD = "|".join(sorted((*_VI_DIGITS, "mười", "mươi", "trăm", "linh", "lẻ"), key=len, reverse=True))
+_VI_WORD = "|".join(sorted((*_VI_DIGITS, "mười", "mươi", "chục", "trăm", "linh", "lẻ"), key=len, reverse=True))
 _VI_NUMBER = rf"(?:\d+(?:[.,]\d+)*|(?:(?:{_VI_WORD})(?:\s+|$))+)"
 _VI_AMOUNT = re.compile(
     rf"(?<![\w.,])(?P<head>{_VI_NUMBER})\s*(?P<mag>nghìn|ngàn|triệu|tr|tỷ|tỉ|k)(?![^\W\d_])"
-    rf"(?P<tail>\s*(?:rưỡi|\d{{1,3}}(?![\d.,])(?!\s*(?:{_VI_COUNTED})(?!\w))|(?:{_VI_WORD})(?!\w)(?!\s*(?:{_VI_COUNTED})(?!\w))))?"
+    # The tail after the magnitude: "rưỡi", a digit, or a spoken digit; "một" there is "a"/"per"
+    # ("bảy nghìn một que": 7.000 ₫ a stick), the spoken 100 being "mốt".
+    rf"(?P<tail>\s*(?:rưỡi|\d{{1,3}}(?![\d.,])(?!\s*(?:{_VI_COUNTED})(?!\w))|(?!một(?!\s+trăm))(?:{_VI_WORD})(?!\w)(?!\s*(?:{_VI_COUNTED})(?!\w))))?"
     rf"(?P<after>\s*(?:{_VI_CURRENCY}|(?:{_VI_COUNTED})(?!\w)))?",
     re.IGNORECASE,
 )
@@ -66,7 +68,7 @@ def _vi_words(words: str) -> int | None:
         elif token == "mười":
             current += 10
             digit, last_unit = None, 1
-        elif token == "mươi":
+        elif token in ("mươi", "chục"):  # "sáu chục": sixty
             current += (digit or 1) * 10
             digit, last_unit = None, 1
         elif token == "trăm":
@@ -146,10 +148,30 @@ def _vi_plain(match: re.Match[str]) -> str:
     return str(value)
 
 
+_ONCE = re.compile(r"(?<!\w)once(?!\w)")
+_EN_WORDS = frozenset({
+    "the", "and", "you", "your", "is", "it", "it's", "we", "we're", "our", "to", "of", "for", "with", "that's",
+    "this", "will", "can",
+})  # fmt: skip
+_ES_WORDS = frozenset({
+    "el", "la", "los", "las", "de", "que", "y", "es", "en", "por", "para", "con", "del", "tu", "su", "te", "lo", "se",
+})  # fmt: skip
+
+
+def _mostly_english(text: str) -> bool:
+    words = re.findall(r"[a-z']+", text.lower())
+    return sum(w in _EN_WORDS for w in words) > sum(w in _ES_WORDS for w in words)
+
+
 @lru_cache(maxsize=8192)
 def with_digits(text: str) -> str:
     """``text`` with numbers in words (en, es, vi) and Vietnamese magnitudes written as digits."""
-    converted = alpha2digit(alpha2digit(text, "en"), "es")
+    converted = alpha2digit(text, "en")
+    if _mostly_english(converted):  # English "once" is not Spanish 11 ("once it's done")
+        converted = _ONCE.sub("\ufffc", converted)
+        converted = alpha2digit(converted, "es").replace("\ufffc", "once")
+    else:
+        converted = alpha2digit(converted, "es")
     converted = _EN_ES_CENTS.sub(lambda m: f"{m.group(1)}.{int(m.group(3)):02d} {m.group(2)}", converted)
     # "son 79 con 90": an amount said with its cents and no currency (¤: any currency)
     converted = _ES_SPOKEN_CENTS.sub(lambda m: f"{m.group(1)}.{m.group(2)} ¤", converted)
