@@ -17,6 +17,8 @@ HANDED_OVER = "handed_over"
 COMMITTED = "committed"
 CONFIRMED = "confirmed"
 CANCELLED = "cancelled"
+CHANGED = "changed"
+SENT = "sent"
 
 _PATTERNS: dict[str, list[str]] = {
     SAVED: [
@@ -25,6 +27,8 @@ _PATTERNS: dict[str, list[str]] = {
         r"\b(?:has|have) been\s+(?:saved|recorded|registered|logged|updated|changed|cancell?ed|booked|placed|"
         r"submitted|forwarded)\b",
         r"\b(?:is|are) (?:now |all )?(?:saved|registered|booked|on file)\b",
+        # "All set": true once the request is saved, like "saved" (a booking is "confirmed").
+        r"\byou(?:'re| are)\s+(?:all\s+)?set\b|\ball set\b",
         r"\b(?:he|hemos)\s+(?:guardado|registrado|anotado|actualizado|cambiado|cancelado|reservado|enviado)\b",
         r"\b(?:ha|han)\s+(?:sido|quedado)\s+(?:guardad|registrad|actualizad|cancelad|reservad)[oa]s?\b",
         r"\bqued[óo]\s+(?:guardad|registrad|actualizad)[oa]s?\b",
@@ -39,8 +43,8 @@ _PATTERNS: dict[str, list[str]] = {
         r"(?:a |our |the )(?:person|human|colleague|team|manager|staff)",
         r"\b(?:he|hemos)\s+(?:avisado|notificado|pasado|transferido)\s+(?:a|con)\s+(?:una persona|un compañero|"
         r"una compañera|nuestro equipo|el equipo|un agente|el encargado)",
-        r"đã\s+(?:chuyển|báo|thông báo)\s+(?:cho\s+|tới\s+|đến\s+)?(?:nhân viên|người|đồng nghiệp|bộ phận|quản lý|"
-        r"anh|chị|thợ|bên)",
+        r"đã\s+(?:chuyển|báo|thông báo)\s+(?:(?:cuộc trò chuyện|tin nhắn|yêu cầu|việc này|vụ này)\s+)?"
+        r"(?:cho\s+|tới\s+|đến\s+)?(?:nhân viên|người|đồng nghiệp|bộ phận|quản lý|anh|chị|thợ|bên)",
         r"\b(?:i|we)(?:'ve| have)?\s+(?:just\s+)?(?:passed|handed|transferred|forwarded|sent|escalated)\s+"
         r"(?:you|your (?:case|request|message|question|chat)|this|it)\s+(?:on\s+|over\s+)?to\s+"
         r"(?:a|an|our|the|one of our)\s+\w+",
@@ -50,11 +54,13 @@ _PATTERNS: dict[str, list[str]] = {
     CONFIRMED: [
         r"\b(?:is|are|has been|have been|was|were)\s+(?:now\s+|all\s+)?"
         r"(?:confirmed|reserved|booked|scheduled|set aside|on hold)\b",
-        r"\byou(?:'re| are)\s+(?:all\s+)?(?:set|booked|confirmed|on (?:the|our) list)\b|\ball set\b",
+        r"\byou(?:'re| are)\s+(?:all\s+)?(?:booked|confirmed|on (?:the|our) list)\b",
         r"\bput (?:you|your \w+|it|them) down\b|\bpenciled? (?:you|it) in\b",
         r"\b(?:i|we)(?:'ve| have)?\s+(?:reserved|booked|scheduled|confirmed|set aside|held|locked in)\b",
         r"\b(?:queda|está|quedó|están|quedan)\s+(?:confirmad|reservad|agendad|apartad)[oa]s?\b",
         r"\b(?:te|le|os|les)\s+(?:lo |la |los |las )?(?:he |hemos )?(?:reservado|apartado|agendado|confirmado)\b",
+        r"\b(?:te|le|os|les)\s+(?:lo |la |los |las )?(?:dejo|dejamos|tengo|tenemos)\s+"
+        r"(?:reservad|apartad|guardad)[oa]s?\b",
         r"(?:đã|được)\s+(?:được\s+)?(?:xác nhận|giữ chỗ|đặt lịch|lên đơn|chốt đơn)|đã\s+(?:giữ|đặt cho|ghi tên)",
     ],
     CANCELLED: [
@@ -62,6 +68,22 @@ _PATTERNS: dict[str, list[str]] = {
         r"\b(?:is|are) (?:now )?cancell?ed\b",
         r"\b(?:he|hemos)\s+cancelado\b|\b(?:ha|han)\s+(?:sido|quedado)\s+cancelad[oa]s?\b|\bqued[óo] cancelad[oa]\b",
         r"đã\s+(?:được\s+)?(?:hủy|huỷ)",
+    ],
+    # Changed: "I've changed your order" needs a change made this turn, not an earlier save.
+    CHANGED: [
+        r"\b(?:i|we)(?:'ve| have)\s+(?:now\s+|just\s+|also\s+)?(?:updated|changed|amended|modified|adjusted)\s+"
+        r"(?:your|the)\b",
+        r"\b(?:he|hemos)\s+(?:actualizado|cambiado|modificado)\s+(?:tu|su|el|la|los|las)\b",
+        r"(?<!bạn )(?<!anh )(?<!chị )đã\s+(?:cập nhật|đổi|sửa|chỉnh)\s+(?:lại\s+)?(?:đơn|số lượng|yêu cầu|thông tin)",
+    ],
+    # Sent: a quote, a form or an e-mail went out; no catalog tool sends one.
+    SENT: [
+        r"\b(?:i|we)(?:'ve| have)?\s+(?:just\s+)?(?:e-?mailed|sent|texted)\s+(?:you\s+)?(?:over\s+)?"
+        r"(?:the|a|an|your)\s+(?:\w+\s+){0,2}(?:quote|form|invoice|estimate|proof|brochure|catalog(?:ue)?|"
+        r"price list|confirmation|receipt|link|e-?mail)\b|\b(?:i|we)(?:'ve| have)\s+e-?mailed\b",
+        r"\b(?:te|le|os|les)\s+(?:he|hemos)\s+(?:enviado|mandado)\s+(?:el|la|un|una)\s+(?:\w+\s+){0,2}"
+        r"(?:presupuesto|formulario|factura|correo|enlace|catálogo|confirmación|recibo)\b",
+        r"đã\s+gửi\s+(?:\w+\s+){0,2}(?:báo giá|email|mail|hóa đơn|form|mẫu|link|đường dẫn|xác nhận)",
     ],
     COMMITTED: [
         r"\b(?:i|we)(?:'ll| will)\s+(?:call|phone|ring|text|email|e-mail|contact|deliver|ship|send you|refund|reserve|"
@@ -99,7 +121,12 @@ EVENTS_FOR: dict[str, frozenset[str] | None] = {
     # team confirms nothing. "Cancelled" needs a cancellation.
     CONFIRMED: frozenset({"booking_confirmed", "order_confirmed", "reservation_made", "appointment_booked"}),
     CANCELLED: frozenset({"follow_up_cancelled", "booking_cancelled", "order_cancelled"}),
+    CHANGED: None,  # any event, made this turn (THIS_TURN)
+    SENT: frozenset({"message_sent", "email_sent", "quote_sent", "form_sent"}),
 }
+# Families only this turn's events prove: an earlier capture makes "saved" still true, but "I've
+# changed your order" is news, and news needs this turn's change.
+THIS_TURN = frozenset({CHANGED})
 
 
 def proven(family: str, happened: set[str]) -> bool:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.platform.observability.tracing import VERIFY, stage
 from frontdesk.verification.arithmetic import Amount, computed, counts_in, percents_in
-from frontdesk.verification.assertions import FAMILIES, asserted_actions, proven
+from frontdesk.verification.assertions import FAMILIES, THIS_TURN, asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
     Claim,
@@ -137,13 +137,14 @@ def _proven_events(state: WorkingState) -> set[tuple[str, str | None]]:
 
 def _action_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
     happened = {event for event, _ in _proven_events(state)}
+    now = {event for event, _ in state.turn_events()}
     return [
         Failure(
             f"undeclared {family.replace('_', ' ')}",
             f"the reply says {words!r}, but no such action happened; do it with its tool first, or do not say it",
         )
         for family, words in asserted_actions(reply.text)
-        if not proven(family, happened)
+        if not proven(family, now if family in THIS_TURN else happened)
     ]
 
 
