@@ -7,12 +7,13 @@ catalog tools (earlier turns' calls through the real ledger, saved and loaded ag
 the gate about the reply, with no claims declared: the gate must judge the text and images alone.
 
 Prints, per category: lies, lies shipped, honest replies, honest replies refused; then the gate's
-time per reply (p50, p99) and every miss with the gate's reasons. The development part and the
-held-out part (and the fresh part, written after the development part was tuned on) are reported
-separately.
+time per reply (p50, p99) and, with ``--misses``, every miss with the gate's reasons. Each part is
+reported separately: development, held-out, fresh and final have all been tuned on (their misses
+were read while the gate changed); ``clean`` never has, and runs only when named.
 
 Run:
-    .venv/bin/python bench/grounding.py                 # both parts
+    .venv/bin/python bench/grounding.py                 # the parts tuned on
+    .venv/bin/python bench/grounding.py --part clean    # the part never tuned on
     .venv/bin/python bench/grounding.py --check FILE    # validate a corpus file only (no gate)
 
 Exits 1 if a record is malformed or its tool calls fail.
@@ -62,7 +63,11 @@ PARTS = {
     "held-out": DATA / "replies_heldout.jsonl",
     "fresh": DATA / "replies_fresh.jsonl",
     "final": DATA / "replies_final.jsonl",
+    "clean": DATA / "replies_clean.jsonl",
 }
+# The part never tuned on is run only when named (``--part clean``): ``all`` is what a change is
+# checked against, and reading the clean part's misses there once spoiled a part (``final``).
+UNTUNED = {"clean"}
 MEDIA_BASE = "https://shop.example/media/catalog"
 BUSINESSES = {
     "print-shop": (ROOT / "src/frontdesk/packs/catalog/demo/print-shop.yaml", ["en", "es", "vi"]),
@@ -405,14 +410,14 @@ def _parts(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
         yield "check", Path(args.check)
         return
     for name, path in PARTS.items():
-        if args.part in ("all", name.split("-")[0]):
+        if args.part == name.split("-")[0] or (args.part == "all" and name not in UNTUNED):
             yield name, path
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", metavar="FILE", help="validate one corpus file and run its tool calls; no gate")
-    parser.add_argument("--part", choices=["all", "development", "held", "fresh", "final"], default="all")
+    parser.add_argument("--part", choices=["all", "development", "held", "fresh", "final", "clean"], default="all")
     parser.add_argument("--misses", action="store_true", help="list every lie shipped and honest reply refused")
     parser.add_argument("--rounds", type=int, default=5, help="gate runs per reply for the timing (median kept)")
     args = parser.parse_args()
