@@ -363,7 +363,9 @@ def report(name: str, results: list[tuple[Record, Verdict, float]], *, show_miss
                 print(f"  REFUSED {record.id}: {reasons}")
 
 
-async def run(parts: dict[str, Path], *, check_only: bool, show_misses: bool, rounds: int) -> int:
+async def run(
+    parts: dict[str, Path], *, check_only: bool, show_misses: bool, rounds: int, only: set[str] | None = None
+) -> int:
     loaded: dict[str, list[Record]] = {}
     for name, path in parts.items():
         if not path.exists():
@@ -374,7 +376,7 @@ async def run(parts: dict[str, Path], *, check_only: bool, show_misses: bool, ro
             print(f"{path.name}: {problem}")
         if problems:
             return 1
-        loaded[name] = records
+        loaded[name] = [r for r in records if only is None or r.id in only]
     with tempfile.TemporaryDirectory() as folder:
         clock = FixedClock()
         world = await build_world(Path(folder), clock)
@@ -420,9 +422,11 @@ def main() -> int:
     parser.add_argument("--part", choices=["all", "development", "held", "fresh", "final", "clean"], default="all")
     parser.add_argument("--misses", action="store_true", help="list every lie shipped and honest reply refused")
     parser.add_argument("--rounds", type=int, default=5, help="gate runs per reply for the timing (median kept)")
+    parser.add_argument("--only", metavar="ID,ID", help="only these records (to study a miss)")
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     return asyncio.run(
-        run(dict(_parts(args)), check_only=bool(args.check), show_misses=args.misses, rounds=args.rounds)
+        run(dict(_parts(args)), check_only=bool(args.check), show_misses=args.misses, rounds=args.rounds, only=only)
     )
 
 

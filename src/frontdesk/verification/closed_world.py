@@ -15,10 +15,9 @@ lookups, a few milliseconds per reply.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -26,7 +25,7 @@ from frontdesk.context.ledgers import WorkingState
 from frontdesk.verification import facts
 from frontdesk.verification.contacts import contact_values
 from frontdesk.verification.facts import fold
-from frontdesk.verification.money import money_values
+from frontdesk.verification.money import without_money
 from frontdesk.verification.numbers import with_digits
 
 _OPEN = re.compile(
@@ -188,12 +187,6 @@ def unproven(text: str, groups: Sequence[tuple[Sequence[str], str, str]], g: Gro
         *_internal(text, g),
         *_photo_subjects(groups, g),
     ]
-
-
-def without_money(text: str) -> str:
-    for money in money_values(text):
-        text = text.replace(money.written, " " * len(money.written))
-    return text
 
 
 def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
@@ -510,65 +503,3 @@ def _photo_subjects(groups: Sequence[tuple[Sequence[str], str, str]], g: Grounds
                 )
             )
     return failures
-
-
-@dataclass(frozen=True)
-class _Tier:
-    amount: Decimal
-    quantity: Decimal | None
-    label: frozenset[str]  # the words of what the amount buys ("full day", "cỡ lớn 20 cm")
-
-
-def _tiers(evidence_prices: Iterable[str]) -> list[_Tier]:
-    """Each "amount / what it buys" a tool returned ("$45 / 250 cards", "22 € / día completo")."""
-    tiers = []
-    for price_text in evidence_prices:
-        for part in re.split(r",\s+(?=\D)", price_text):
-            amount_text, slash, bought = part.partition(" / ")
-            amounts = money_values(amount_text)
-            if not slash or not amounts:
-                continue
-            count = re.match(r"\s*(\d[\d,.]*)", bought)
-            words = frozenset(w for w in fold(bought).split() if not w.isdigit() and w not in _STOP)
-            tiers.append(_Tier(amounts[-1].value, _quantity(count.group(1)) if count else None, words))
-    return tiers
-
-
-def tier_failures(text: str, evidence_prices: Iterable[str]) -> list[Unproven]:
-    """A price said with what it buys must be that tier's price: "$70 for 250 cards" when $70
-    buys 500, "15 € el día completo" when 15 € is the half day. Judged per clause holding one
-    amount, against the tiers of that amount and of the others."""
-    tiers = _tiers(evidence_prices)
-    if not tiers:
-        return []
-    quantities = {t.quantity for t in tiers if t.quantity is not None}
-    failures = []
-    for clause in facts.clauses(text):
-        amounts = {m.value for m in money_values(clause)}
-        if len(amounts) != 1:
-            continue
-        (value,) = amounts
-        own = [t for t in tiers if t.amount == value]
-        if not own:
-            continue  # an amount no tool gave: the price rule's
-        rest = without_money(clause)
-        said = {
-            q for m in re.finditer(r"(?<![\w.,])\d[\d,.]*(?![\w%])", rest) if (q := _quantity(m.group(0))) in quantities
-        }
-        if len(said) == 1 and not any(t.quantity in said for t in own):
-            failures.append(Unproven("price", f"{clause.strip()!r}: that amount is not the price of {said.pop()}"))
-            continue
-        words = set(fold(rest).split())
-        mine = set().union(*(t.label for t in own))
-        others = [t.label - mine for t in tiers if t.amount != value and t.label - mine]
-        if any(label <= words for label in others) and not any(t.label and t.label <= words for t in own):
-            failures.append(Unproven("price", f"{clause.strip()!r}: that amount is the price of another option"))
-    return failures
-
-
-def _quantity(raw: str) -> Decimal | None:
-    digits = re.sub(r"[,.](?=\d{3}\b)", "", raw).rstrip(".,")
-    try:
-        return Decimal(digits)
-    except ArithmeticError:
-        return None

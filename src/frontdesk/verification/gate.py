@@ -30,11 +30,12 @@ from frontdesk.verification.claims import (
     LeadCaptured,
     ServicePresented,
 )
-from frontdesk.verification.closed_world import Grounds, grounds_of, tier_failures, unproven, without_money
+from frontdesk.verification.closed_world import Grounds, grounds_of, unproven
 from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.facts import fold
-from frontdesk.verification.money import money_values
+from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
+from frontdesk.verification.tiers import tier_failures
 
 # Every rule name a refusal may carry besides the claim types: what a rejection row, a trace and
 # an eval scenario's ``claims_rejected`` name.
@@ -117,10 +118,15 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
     written = ReplyContent(with_digits(reply.text), reply.image_urls, reply.image_groups)
     grounds = grounds_of(state)
     groups = [(g.urls, with_digits(g.caption), with_digits(g.text_before)) for g in reply.image_groups]
-    evidence_prices = [p for e in (*state.turn_evidence, *state.earlier_evidence()) for p in e.prices]
+    # Each item's price rows together: a row is told from its siblings, not from other items.
+    price_groups = {
+        tuple(rows)
+        for e in (*state.turn_evidence, *state.earlier_evidence())
+        for rows in (e.prices_by_reference.values() if e.prices_by_reference else [e.prices])
+    }
     return [
         *_price_failures(written, state, claims, grounds),
-        *(Failure(u.rule, u.reason) for u in tier_failures(written.text, evidence_prices)),
+        *(Failure(u.rule, u.reason) for u in tier_failures(written.text, price_groups)),
         *_image_failures(reply, state),
         *_contact_failures(written, state),
         *_action_failures(written, state),

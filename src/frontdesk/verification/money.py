@@ -106,3 +106,10 @@ def _money_values(text: str) -> tuple[Money, ...]:
 def money_amounts(text: str) -> list[tuple[str, Decimal]]:
     """Every money amount in ``text``: (as written, value)."""
     return [(m.written, m.value) for m in money_values(text)]
+
+
+def without_money(text: str) -> str:
+    """``text`` with every amount blanked (same length): what is left is said about the amount."""
+    for money in money_values(text):
+        text = text.replace(money.written, " " * len(money.written))
+    return text
