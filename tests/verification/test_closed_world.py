@@ -298,3 +298,41 @@ def test_a_weekday_with_its_day_of_the_month_is_a_date_not_a_stray_figure():
     asked = ("If I drop the card order off on Thursday 3, when is it ready?",)
     assert set(refused("Drop it off today and it's ready on Thursday 3.", state(CARDS, shop))) == {"date"}
     assert refused("Drop it off on Thursday 3 and it's ready on Monday 7.", state(CARDS, shop, customer=asked)) == []
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest", "rule"),
+    [
+        (
+            "We're at 1240 Maple Avenue, Suite B, Springfield, NY 07081.",
+            "We're at 1240 Maple Ave, Suite B, Springfield, NJ 07081.",
+            "address",
+        ),
+        ("Deposit: <insert deposit amount from policy>.", "Deposit: ask us in the shop.", "placeholder"),
+        ("Ya he pasado tu caso al mecánico.", "Puedo pasar tu caso al mecánico si quieres.", "undeclared handed over"),
+        ("Order today and the cards are ready tomorrow.", "Order today and the cards are ready Friday.", "date"),
+    ],
+)
+def test_addresses_template_text_hand_overs_and_start_dates(lie, honest, rule):
+    assert rule in refused(lie, state(INFO, CARDS))
+    assert refused(honest, state(INFO, CARDS)) == []
+
+
+def test_an_address_is_judged_whole_its_parts_from_one_address_and_a_street_number_word_is_no_part():
+    shop = ToolResult(
+        {"address": "12 Lý Tự Trọng, Phường Bến Nghé, Quận 1", "notes": "Giao hàng trong Quận 1 và Quận 3."},
+        ToolEvidence(facts=frozenset({"business_info"})),
+    )
+    assert "address" in refused("Dạ tiệm ở 12 Lý Tự Trọng, Quận 3 ạ.", state(shop))
+    assert refused("Dạ tiệm ở số 12 Lý Tự Trọng, Quận 1 ạ.", state(shop)) == []
+
+
+def test_a_turnaround_in_weeks_and_a_deposit_returned_on_return_are_what_the_business_said():
+    build = ToolResult(
+        {"id": "custom-bike", "turnaround_days": 21},
+        ToolEvidence(frozenset({"custom-bike"}), turnaround_days={"custom-bike": 21}),
+    )
+    policy = ("Rentals need a deposit per bike, returned when the bike comes back.",)
+    assert refused("The build takes about 3 weeks.", state(build)) == []
+    assert "figure" in refused("The build takes about 4 weeks.", state(build))
+    assert refused("Dejas una fianza que te devolvemos al entregar la bici.", state(build, policy=policy)) == []

@@ -32,6 +32,11 @@ _APPROXIMATELY = re.compile(
     r"khoảng|gần|tầm|chừng|hơn|dưới)\s*$",
     re.IGNORECASE,
 )
+_SAVING = re.compile(
+    r"\b(?:sav\w*|less|cheaper|off|discount\w*|ahorr\w*|menos|más barat\w*|descuento\w*|"
+    r"rẻ hơn|tiết kiệm|bớt|giảm|lợi)\b",
+    re.IGNORECASE,
+)
 _MAX_SUMMANDS = 6
 _CENT = Decimal("0.01")
 
@@ -107,11 +112,22 @@ def computed(
     for size in range(2, min(len(others), _MAX_SUMMANDS) + 1):
         if any(sum(group) == money.value for group in combinations(others, size)):
             return True
-    # A saving: the gap between two amounts the reply states or one step reaches ("10 tins at
-    # 90.000đ would be 900.000đ; the box of 10 is 800.000đ, 100.000đ less").
-    if any(abs(a - b) == money.value for a in others for b in reachable | set(others)):
+    # A saving, said as one: the gap between an amount the reply states and one it states or one
+    # step reaches ("10 tins at 90.000đ would be 900.000đ; the box is 800.000đ, 100.000đ less").
+    if _SAVING.search(_sentence_of(text, money.written)) and any(
+        abs(a - b) == money.value for a in others for b in reachable | set(others)
+    ):
         return True
     return _approximates(money, text, reachable)
+
+
+def _sentence_of(text: str, written: str) -> str:
+    at = text.find(written)
+    if at < 0:
+        return ""
+    start = max(text.rfind(mark, 0, at) for mark in (". ", "!", "?", "\n"))
+    ends = [e for e in (text.find(mark, at) for mark in (". ", "!", "?", "\n")) if e >= 0]
+    return text[start + 1 : min(ends, default=len(text))]
 
 
 def _approximates(money: Money, text: str, reachable: set[Decimal]) -> bool:

@@ -46,10 +46,12 @@ _PATTERNS: dict[str, list[str]] = {
         r"đã\s+(?:chuyển|báo|thông báo)\s+(?:(?:cuộc trò chuyện|tin nhắn|yêu cầu|việc này|vụ này)\s+)?"
         r"(?:cho\s+|tới\s+|đến\s+)?(?:nhân viên|người|đồng nghiệp|bộ phận|quản lý|anh|chị|thợ|bên)",
         r"\b(?:i|we)(?:'ve| have)?\s+(?:just\s+)?(?:passed|handed|transferred|forwarded|sent|escalated)\s+"
-        r"(?:you|your (?:case|request|message|question|chat)|this|it)\s+(?:on\s+|over\s+)?to\s+"
+        # (a request passed to the team is a saved request: "saved" judges it, not "handed over")
+        r"(?:you|your (?:case|message|question|chat)|this|it)\s+(?:on\s+|over\s+)?to\s+"
         r"(?:a|an|our|the|one of our)\s+\w+",
         r"\b(?:le|te|les)\s+(?:he\s+|hemos\s+)?(?:pas[ée]|pasado|transferido|derivado)\s+(?:tu|su)\s+(?:caso|consulta|mensaje)\b|"
-        r"\b(?:pas[ée]|he pasado|hemos pasado|derivé|he derivado)\s+(?:tu|su)\s+(?:caso|consulta|mensaje)\s+a\b",
+        r"\b(?:pas[ée]|he pasado|hemos pasado|derivé|he derivado|he trasladado)\s+(?:tu|su)\s+"
+        r"(?:caso|consulta|mensaje|conversación)\s+al?\b",
     ],
     CONFIRMED: [
         r"\b(?:is|are|has been|have been|was|were)\s+(?:now\s+|all\s+)?"
@@ -104,6 +106,13 @@ _PATTERNS: dict[str, list[str]] = {
 _COMPILED = {family: [re.compile(p, re.IGNORECASE) for p in patterns] for family, patterns in _PATTERNS.items()}
 FAMILIES = tuple(_PATTERNS)
 # A commitment on a condition is not an assertion: "we'll call you once you send your number".
+# A commitment the business's own process makes, said with its trigger after it: "a deposit we
+# return when you bring the bike back" ("que te devolvemos al entregar la bici").
+_ON_EVENT = re.compile(
+    r"\s*(?:\w+\s+){0,3}?(?:al (?:entregar|devolver|recoger|terminar)|cuando (?:devuelvas|entregues|termines)|"
+    r"when you (?:return|bring|drop)|on return|upon return|once (?:you return|it's returned)|khi (?:trả|mang))",
+    re.IGNORECASE,
+)
 _CONDITION = re.compile(
     r"\b(?:if|once|as soon as|when you|after you|si|cuando|en cuanto|una vez|nếu|khi|sau khi|ngay khi|can|could|"
     r"would you like|want me to|shall i|puedo|quieres|có muốn|muốn em)\b[^.!?\n]*$",
@@ -140,7 +149,10 @@ def asserted_actions(text: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for family, patterns in _COMPILED.items():
         for pattern in patterns:
-            match = next((m for m in pattern.finditer(text) if not _conditional(text, m)), None)
+            match = next(
+                (m for m in pattern.finditer(text) if not _conditional(text, m) and not _ON_EVENT.match(text, m.end())),
+                None,
+            )
             if match:
                 found.append((family, match.group(0)))
                 break

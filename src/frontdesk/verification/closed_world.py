@@ -218,7 +218,7 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
 
 _STOP_WORDS = (
     "a an the of for on in to and or is are it its we our your you with all this that be will por para de del la el "
-    "los las un una y o en con es son su sus tu nuestro cho của và là có các một những được bạn em anh chị mình"
+    "los las un una y o en con es son su sus tu nuestro cho của và là có các một những được bạn em anh chị mình số"
 )
 _STOP = {w for word in _STOP_WORDS.split() for w in (word, fold(word))}
 
@@ -335,8 +335,8 @@ def _promised_dates(text: str, g: Grounds) -> list[Unproven]:
         for written, when in said:
             if (echoed and when in customer_dates) or when.isoformat() in stated:
                 continue
-            if when in customer_dates and latest is not None and when < latest:
-                continue  # "left today, ready Thursday": the customer's own start, not the promise
+            if latest is not None and when < latest and (when in customer_dates or _started(sentence, written)):
+                continue  # "order today, ready Thursday": the start, not the promise
             days = (when - g.today).days
             if needed is None:
                 failures.append(Unproven("date", f"{written!r}: no turnaround was fetched for what is promised"))
@@ -352,6 +352,19 @@ def _promised_dates(text: str, g: Grounds) -> list[Unproven]:
             elif days < needed:
                 failures.append(Unproven("turnaround", f"{written!r}: the turnaround fetched is {needed} day(s)"))
     return failures
+
+
+# An order's start, said before its date: "order today", "si la dejas hoy", "đặt hôm nay".
+_START = re.compile(
+    r"(?:order\w*|plac\w+|drop\w*(?: it| them)?(?: off)?|leav\w+|bring\w*|send\w*|book\w*|"
+    r"dej\w+|encarg\w+|pid\w+|pides|trae\w*|reserv\w+|đặt|gửi|mang)\s+(?:\w+\s+){0,3}$",
+    re.IGNORECASE,
+)
+
+
+def _started(sentence: str, written: str) -> bool:
+    at = sentence.find(written)
+    return at >= 0 and bool(_START.search(sentence[:at]))
 
 
 def _turnaround_for(sentence: str, g: Grounds) -> int | None:
@@ -417,6 +430,7 @@ _NUMBER = re.compile(r"(?<![\w.,/#:+@-])(?:\d{1,3}(?:[.,]\d{3})+(?!\d)|\d+(?:[.,
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*$")
 # Counted in passing ("one or two", "a couple"): no reply states these as a figure to prove.
 _SMALL = {"0", "1", "2"}
+_WEEKS = re.compile(r"\s*(?:weeks?|semanas?|tuần)\b", re.IGNORECASE)
 
 
 def _number_key(written: str) -> str:
@@ -458,6 +472,8 @@ def _numbers(text: str, g: Grounds) -> list[Unproven]:
         key = _number_key(match.group(0))
         if key in known or key in _SMALL or _LIST_MARKER.search(blanked[: match.start()]):
             continue
+        if key.isdigit() and str(int(key) * 7) in known and _WEEKS.match(blanked, match.end()):
+            continue  # "about 3 weeks" for a 21-day turnaround
         around = blanked[max(0, match.start() - 25) : match.end() + 25].strip()
         failures.append(
             Unproven("figure", f"{match.group(0)!r} in {around!r} is not a figure any tool or the customer gave")

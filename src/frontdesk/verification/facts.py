@@ -129,7 +129,9 @@ _STREET_EN = (
 _ADDRESS_RES = (
     re.compile(
         rf"(?<![\w$€£₫.,])\d{{1,6}}[A-Za-z]?\s+(?:[A-Z][\w'.-]*\s+){{1,4}}(?i:{_STREET_EN})\b\.?"
-        r"(?i:,?\s*(?:suite|ste|unit|apt|floor|fl)\.?\s*#?\s*[\w-]+)?",
+        r"(?i:,?\s*(?:suite|ste|unit|apt|floor|fl)\.?\s*#?\s*[\w-]+)?"
+        # the town, state and ZIP code when they follow: "Springfield, NJ 07081"
+        r"(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}(?:\s+\d{5})?\b)?",
     ),
     re.compile(
         r"(?<!\w)(?:calle|c/|avenida|avda\.?|av\.|plaza|paseo|camino|ronda|travesía|glorieta|carrera)\s+"
@@ -158,7 +160,7 @@ _LINK = re.compile(
     re.I,
 )
 _PLACEHOLDER = re.compile(
-    r"\[(?!\s*\d)[^\]\n]{1,40}\](?!\()|\{\{?[^{}\n]{1,40}\}\}?|<(?!https?:)[A-Za-z_][\w ]{0,30}>|"
+    r"\[(?!\s*\d)[^\]\n]{1,60}\](?!\()|\{\{?[^{}\n]{1,60}\}\}?|<(?!https?:)[A-Za-z_][\w ]{0,60}>|"
     r"\b(?:TODO|TBD|XXX|lorem ipsum)\b|_{3,}|\bINSERT [A-Z ]{2,}",
 )
 _INSTRUCTION = re.compile(
@@ -359,13 +361,21 @@ def durations(text: str) -> list[tuple[str, int]]:
 
 
 def addresses(text: str) -> list[str]:
-    found: list[str] = []
+    """Each address a text states, its parts written side by side taken as one ("12 Lý Tự Trọng,
+    Quận 3" is one address: every part must come from the same address)."""
+    spans: list[tuple[int, int]] = []
     for pattern in _ADDRESS_RES:
         for match in pattern.finditer(text):
-            written = match.group(0).strip(" ,.")
-            if not any(written in f or f in written for f in found):
-                found.append(written)
-    return found
+            start, end = match.span()
+            if not any(s <= start and end <= e for s, e in spans):
+                spans = [(s, e) for s, e in spans if not (start <= s and e <= end)] + [(start, end)]
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and re.fullmatch(r"[\s,]*", text[merged[-1][1] : start]):
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [text[start:end].strip(" ,.") for start, end in merged]
 
 
 @lru_cache(maxsize=4096)
