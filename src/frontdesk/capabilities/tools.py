@@ -34,6 +34,7 @@ class ToolEvidence:
     ``prices_by_reference``: the same price texts keyed by the entity they belong to, so a reply
     that declares which entities it presents may quote only their prices.
     ``photos``: photo id -> URL of photos returned (the image companion rule's sources).
+    ``captions``: photo URL -> what the photo shows, as returned (a photo shown as another is refused).
     ``facts``: named blocks of information loaded, e.g. ``business_info``.
     ``events``: side effects that really happened, as (event, reference) pairs.
     ``contacts``: phone numbers and e-mail addresses returned (the contact companion rule's sources).
@@ -51,6 +52,7 @@ class ToolEvidence:
     prices: tuple[str, ...] = ()
     prices_by_reference: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     photos: Mapping[str, str] = field(default_factory=dict)
+    captions: Mapping[str, str] = field(default_factory=dict)
     facts: frozenset[str] = frozenset()
     events: tuple[tuple[str, str | None], ...] = ()
     contacts: tuple[str, ...] = ()
@@ -66,6 +68,7 @@ class ToolEvidence:
             "prices": list(self.prices),
             "prices_by_reference": {k: list(v) for k, v in self.prices_by_reference.items()},
             "photos": dict(self.photos),
+            **({"captions": dict(self.captions)} if self.captions else {}),
             "facts": sorted(self.facts),
             "events": [list(e) for e in self.events],
             "contacts": list(self.contacts),
@@ -87,6 +90,7 @@ class ToolEvidence:
                 if ref in shown
             },
             photos={photo: url for photo, url in self.photos.items() if photo in shown or url in shown},
+            captions={url: caption for url, caption in self.captions.items() if url in shown and caption in shown},
             facts=self.facts,
             events=self.events,
             contacts=tuple(c for c in self.contacts if c in shown),
@@ -105,6 +109,7 @@ class ToolEvidence:
                 str(k): tuple(map(str, v)) for k, v in dict(data.get("prices_by_reference", {})).items()
             },
             photos={str(k): str(v) for k, v in dict(data.get("photos", {})).items()},
+            captions={str(k): str(v) for k, v in dict(data.get("captions", {})).items()},
             facts=frozenset(map(str, data.get("facts", ()))),
             events=tuple((str(e[0]), None if e[1] is None else str(e[1])) for e in data.get("events", ())),
             contacts=tuple(map(str, data.get("contacts", ()))),

@@ -35,6 +35,7 @@ from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.facts import fold
 from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
+from frontdesk.verification.photos import PhotoCaptions, photo_caption_failures
 from frontdesk.verification.tiers import tier_failures
 
 # Every rule name a refusal may carry besides the claim types: what a rejection row, a trace and
@@ -118,6 +119,7 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
     written = ReplyContent(with_digits(reply.text), reply.image_urls, reply.image_groups)
     grounds = grounds_of(state)
     groups = [(g.urls, with_digits(g.caption), with_digits(g.text_before)) for g in reply.image_groups]
+    captions = PhotoCaptions((*state.earlier_evidence(), *state.turn_evidence))
     # Each item's price rows together: a row is told from its siblings, not from other items.
     price_groups = {
         tuple(rows)
@@ -131,6 +133,7 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
         *_contact_failures(written, state),
         *_action_failures(written, state),
         *(Failure(u.rule, u.reason) for u in unproven(written.text, groups, grounds)),
+        *(Failure("photo", reason) for reason in photo_caption_failures(groups, captions)),
     ]
 
 

@@ -243,14 +243,15 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         photos = item.photos[: args.limit]
         urls = {p.id: _photo_url(deps.media_base_url, data.tenant_id, p) for p in photos}
         language, default = ctx.customer_language, data.default_language
+        captions = {urls[p.id]: caption for p in photos if (caption := pick(p.caption, language, default))}
         return ToolResult(
             output={
                 "service_id": item.id,
-                "photos": [
-                    {"id": p.id, "url": urls[p.id], "caption": pick(p.caption, language, default)} for p in photos
-                ],
+                "photos": [{"id": p.id, "url": urls[p.id], "caption": captions.get(urls[p.id], "")} for p in photos],
             },
-            evidence=ToolEvidence(references=frozenset({item.id}), photos=urls, revision=data.revision),
+            evidence=ToolEvidence(
+                references=frozenset({item.id}), photos=urls, captions=captions, revision=data.revision
+            ),
             summary={"service_id": item.id, "photo_ids": [p.id for p in photos]},
             state_key=f"photos:{item.id}",
         )
