@@ -20,6 +20,7 @@ def test_every_kind_of_evidence_reads_back_from_its_json_as_it_was_saved():
         texts=("Giao hàng trong Quận 1", "10%"),
         schedule={"mon": ("07:00-20:00",), "2027-02-05": ()},
         turnaround_days={"banh-kem": 1},
+        minimums={"banh-kem": 1},
         revision=4,
     )
 

@@ -45,6 +45,7 @@ FLYERS = ToolResult(
         prices=("$85 / 500 letter-size flyers", "$120 / 1000 letter-size flyers"),
         prices_by_reference={"flyers": ("$85 / 500 letter-size flyers", "$120 / 1000 letter-size flyers")},
         turnaround_days={"flyers": 2},
+        minimums={"flyers": 500},
     ),
 )
 FLYER_PHOTO = "https://shop.example/media/catalog/demo/flyers-1-0a1b2c3d.png"
@@ -336,3 +337,26 @@ def test_a_turnaround_in_weeks_and_a_deposit_returned_on_return_are_what_the_bus
     assert refused("The build takes about 3 weeks.", state(build)) == []
     assert "figure" in refused("The build takes about 4 weeks.", state(build))
     assert refused("Dejas una fianza que te devolvemos al entregar la bici.", state(build, policy=policy)) == []
+
+
+SHIRTS = ToolResult(
+    {"id": "t-shirts", "min_order_quantity": 12},
+    ToolEvidence(frozenset({"t-shirts"}), minimums={"t-shirts": 12, "flyers": 500}),
+)
+
+
+@pytest.mark.parametrize(
+    ("lie", "honest"),
+    [
+        ("Our minimum for custom t-shirts is 6.", "Our minimum for custom t-shirts is 12."),
+        ("We can do as few as 6 t-shirts.", "We can do as few as 12 t-shirts."),
+        ("6 is our minimum, so 6 t-shirts are fine.", "12 is our minimum, so 6 t-shirts won't do."),
+        ("Áo thun in tối thiểu 6 cái ạ.", "Áo thun in tối thiểu 12 cái ạ."),
+    ],
+)
+def test_a_minimum_is_the_smallest_order_fetched_for_the_item_not_the_customers_count(lie, honest):
+    asked = ("Can I get 6 t-shirts?",)
+    current = state(SHIRTS, customer=asked)
+    current.item_words = {**ITEMS, "t-shirts": ["t-shirts", "áo thun"]}
+    assert "quantity" in refused(lie, current)
+    assert refused(honest, current) == []

@@ -43,6 +43,7 @@ class ToolEvidence:
     ``schedule``: opening hours returned, by weekday (``mon`` ... ``sun``) and by ISO date for
     special days, as ``HH:MM-HH:MM`` ranges (none: closed).
     ``turnaround_days``: item id -> the days an order of it takes, as returned.
+    ``minimums``: item id -> the smallest order of it, as returned.
     ``revision``: the tenant's business-data revision the call read (None: not the tenant's data).
     Once the owner changes that data, the tool ledger drops this evidence: a price quoted before an
     edit proves nothing after it.
@@ -59,6 +60,7 @@ class ToolEvidence:
     texts: tuple[str, ...] = ()
     schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     turnaround_days: Mapping[str, int] = field(default_factory=dict)
+    minimums: Mapping[str, int] = field(default_factory=dict)
     revision: int | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -75,6 +77,7 @@ class ToolEvidence:
             **({"texts": list(self.texts)} if self.texts else {}),
             **({"schedule": {k: list(v) for k, v in self.schedule.items()}} if self.schedule else {}),
             **({"turnaround_days": dict(self.turnaround_days)} if self.turnaround_days else {}),
+            **({"minimums": dict(self.minimums)} if self.minimums else {}),
         }
 
     def visible_in(self, shown: str) -> ToolEvidence:
@@ -97,6 +100,7 @@ class ToolEvidence:
             texts=tuple(t for t in self.texts if t in shown or t.removesuffix("%") in shown),
             schedule={day: hours for day, hours in self.schedule.items() if all(h in shown for h in hours)},
             turnaround_days={ref: days for ref, days in self.turnaround_days.items() if ref in shown},
+            minimums={ref: least for ref, least in self.minimums.items() if ref in shown},
             revision=self.revision,
         )
 
@@ -116,6 +120,7 @@ class ToolEvidence:
             texts=tuple(map(str, data.get("texts", ()))),
             schedule={str(k): tuple(map(str, v)) for k, v in dict(data.get("schedule", {})).items()},
             turnaround_days={str(k): int(v) for k, v in dict(data.get("turnaround_days", {})).items()},
+            minimums={str(k): int(v) for k, v in dict(data.get("minimums", {})).items()},
             revision=int(data["revision"]) if data.get("revision") is not None else None,
         )
 

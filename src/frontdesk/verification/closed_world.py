@@ -81,10 +81,17 @@ _DISCOUNT = re.compile(
     re.I,
 )
 _NEGATION = re.compile(r"\b(?:no|not|isn't|aren't|don't|doesn't|never|sin|nunca|không|chưa|chẳng)\b", re.I)
+# A smallest order stated as a fact: "minimum order of 12", "our minimum for stickers is 100",
+# "100 is our minimum", "as few as 6", "desde 2 personas", "tối thiểu 6 cái", "groups of 4".
+_LEAST_WORD = r"(?:minimum|min\.|mínimo|pedido mínimo|tối thiểu|como mínimo)"
+_NOT_A_COUNT = r"(?!\d)(?!\s*(?:[$€£₫%]|days?|días?|ngày|hours?|horas?|giờ|tiếng|weeks?|semanas?|tuần|h\b|am|pm))"
 _MINIMUM = re.compile(
-    r"\b(?:minimum(?: order)?(?: of| is)?|min\.?(?: order)?(?: of| is)?|at least|mínimo(?: de| es)?|"
-    r"pedido mínimo(?: de| es)?|"
-    r"como mínimo|tối thiểu|ít nhất|a partir de|groups? of|grupos de)\s*(?P<n>\d[\d,.]*)",
+    rf"\b{_LEAST_WORD}(?:\s+order)?(?:\s+(?:for|of|on|de|para|cho|con)\s+(?:[^\W\d_][\w-]*\s+){{1,4}}?)?"
+    rf"\s*(?:is|are|es|son|of|de|es de|là|:)?\s*(?P<n>\d[\d,.]*){_NOT_A_COUNT}"
+    rf"|(?P<n2>\d[\d,.]*)\s+(?:is|es)\s+(?:our|el|nuestro)\s+{_LEAST_WORD}"
+    rf"|\b(?:as few as|at least|ít nhất|al menos|groups? of|grupos de)\s+(?P<n3>\d[\d,.]*){_NOT_A_COUNT}"
+    rf"|\b(?:desde|a partir de|from|starting at|từ)\s+(?P<n4>\d[\d,.]*)\s+"
+    rf"(?:personas|people|persons|units|unidades|người|cái|pieces|piezas|shirts|camisetas|áo)\b",
     re.I,
 )
 _TOOL_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
@@ -99,6 +106,7 @@ class Grounds:
     policy: list[str]
     schedule: dict[str, tuple[str, ...]]
     turnaround: dict[str, int]
+    minimums: dict[str, int]
     today: date
     now_minutes: int
     item_words: dict[str, list[str]]
@@ -127,10 +135,12 @@ def grounds_of(state: WorkingState) -> Grounds:
     local: datetime = state.now.astimezone(zone)
     schedule: dict[str, tuple[str, ...]] = {}
     turnaround: dict[str, int] = {}
+    minimums: dict[str, int] = {}
     photo_items: dict[str, str] = {}
     for e in evidence:  # oldest first: a newer result wins
         schedule.update(e.schedule)
         turnaround.update(e.turnaround_days)
+        minimums.update(e.minimums)
         if len(e.references) == 1 and e.photos:
             (item,) = e.references
             photo_items.update({facts.link_key(url): item for url in e.photos.values()})
@@ -145,6 +155,7 @@ def grounds_of(state: WorkingState) -> Grounds:
         policy=[with_digits(t) for t in state.policy_texts if facts.in_season(t, local.date())],
         schedule=schedule,
         turnaround=turnaround,
+        minimums=minimums,
         today=local.date(),
         now_minutes=local.hour * 60 + local.minute,
         item_words={k: list(v) for k, v in state.item_words.items()},
@@ -418,12 +429,20 @@ def _links(text: str, g: Grounds) -> list[Unproven]:
 
 
 def _minimums(text: str, g: Grounds) -> list[Unproven]:
-    numbers = {n for t in (*g.tool_texts, *g.policy, *g.customer) for n in re.findall(r"\d+", t.replace(",", ""))}
-    return [
-        Unproven("quantity", f"{m.group(0)!r}: no tool gave that minimum")
-        for m in _MINIMUM.finditer(text)
-        if re.sub(r"[,.]", "", m.group("n")) not in numbers
-    ]
+    """A minimum must be the smallest order a tool gave for the item the sentence names (any
+    item's when it names none), or one the owner wrote; the customer's count is not one."""
+    owner = {n for t in g.policy for n in re.findall(r"\d+", t.replace(",", ""))}
+    failures = []
+    for sentence in facts.sentences(text):
+        named = {item: least for item, least in g.minimums.items() if item in _items_named(sentence, g)}
+        allowed = {str(least) for least in (named or g.minimums).values()} | owner
+        for m in _MINIMUM.finditer(sentence):
+            said = re.sub(r"[,.]", "", next(v for k, v in m.groupdict().items() if v and k.startswith("n")))
+            if said not in allowed:
+                known = ", ".join(f"{item}: {least}" for item, least in sorted(named.items()))
+                reason = f"the smallest order fetched is {known}" if named else "no tool gave that minimum"
+                failures.append(Unproven("quantity", f"{m.group(0)!r}: {reason}"))
+    return failures
 
 
 _NUMBER = re.compile(r"(?<![\w.,/#:+@-])(?:\d{1,3}(?:[.,]\d{3})+(?!\d)|\d+(?:[.,]\d+)?)(?![\w%/:@])(?![.,]\d)")

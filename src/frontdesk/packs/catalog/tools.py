@@ -137,6 +137,7 @@ def _price_evidence(items: list[CatalogItem], data: BusinessData, language: str)
         prices=tuple(t for texts in by_item.values() for t in texts),
         prices_by_reference=by_item,
         turnaround_days={i.id: i.turnaround_days for i in items if i.turnaround_days is not None},
+        minimums={i.id: i.min_quantity for i in items},
         revision=data.revision,
     )
 
