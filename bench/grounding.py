@@ -159,6 +159,7 @@ class World:
     policy: dict[str, list[str]] = field(default_factory=dict)  # business -> the owner's policy text
     zones: dict[str, str] = field(default_factory=dict)
     item_words: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    data_languages: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class FixedClock:
@@ -204,6 +205,7 @@ async def build_world(folder: Path, clock: FixedClock) -> World:
         world.policy[tenant] = [str(view.policy_defaults.get("business_description", ""))]
         world.zones[tenant] = data.timezone
         world.item_words[tenant] = {k: list(v) for k, v in view.item_words.items()}
+        world.data_languages[tenant] = view.data_languages
     return world
 
 
@@ -284,6 +286,8 @@ async def prepare(world: World, clock: FixedClock, record: Record) -> Prepared:
     state.timezone = world.zones[tenant]
     state.item_words = world.item_words[tenant]
     state.tool_names = frozenset(world.tools)
+    state.language = record.language
+    state.data_languages = world.data_languages[tenant]
     blocks: list[Block] = []
     for part in record.reply:
         if isinstance(part, TextPart):

@@ -341,6 +341,7 @@ def tenant_view(pack: Pack, deps: PackDeps) -> TenantView:
             data.policy_defaults,
             data.item_words,
             data.hold_texts,
+            data.data_languages,
         )
         built[tenant_id] = (data.revision, fresh)
         return fresh

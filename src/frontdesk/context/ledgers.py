@@ -89,6 +89,10 @@ class WorkingState:
     timezone: str = "UTC"
     item_words: Mapping[str, Sequence[str]] = field(default_factory=dict)
     tool_names: frozenset[str] = frozenset()
+    # The reply's language and the languages the business's own data is written in: words of a
+    # reply can be compared with the data's words only when they share a language.
+    language: str | None = None
+    data_languages: frozenset[str] = frozenset()
 
     def record(self, tool_name: str, result: ToolResult) -> None:
         """After a tool step: keep its evidence for this turn and update both windows."""

@@ -38,6 +38,8 @@ class TenantData:
     policy_defaults: Mapping[str, Any] = field(default_factory=dict)
     # language -> what a customer is told when a person will reply instead (the owner's words)
     hold_texts: Mapping[str, str] = field(default_factory=dict)
+    # the languages its items are written in (the gate compares an offer's words only in those)
+    data_languages: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

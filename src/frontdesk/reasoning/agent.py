@@ -89,6 +89,7 @@ class TenantTurnView:
     policy_defaults: Mapping[str, Any] = field(default_factory=dict)
     item_words: Mapping[str, Sequence[str]] = field(default_factory=dict)
     hold_texts: Mapping[str, str] = field(default_factory=dict)
+    data_languages: frozenset[str] = frozenset()
 
 
 FlowState = Callable[[str], Awaitable[tuple[str, frozenset[str]] | None]]
@@ -176,6 +177,7 @@ class Agent:
         state.policy_texts = tuple(t for t in (policy.business_description,) if t)
         state.timezone = policy.timezone
         state.item_words = view.item_words if view is not None else {}
+        state.data_languages = view.data_languages if view is not None else frozenset()
         with stage(ROUTE, {"frontdesk.pack": pack.name}) as route_span:
             flow = await pack.flow_state(turn.conversation_id) if pack.flow_state is not None else None
             decision = router.route(
@@ -236,6 +238,7 @@ class Agent:
             turn_key=turn.run_key,
             customer_language=decision.language,
         )
+        state.language = decision.language
         held_by = view.hold_texts if view is not None else {}
         fallback_text = held_by.get(decision.language) or pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
         outcome_texts = {

@@ -35,6 +35,7 @@ from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.facts import fold
 from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
+from frontdesk.verification.offers import unknown_offers, vocabulary
 from frontdesk.verification.photos import PhotoCaptions, photo_caption_failures
 from frontdesk.verification.tiers import tier_failures
 
@@ -42,7 +43,7 @@ from frontdesk.verification.tiers import tier_failures
 # an eval scenario's ``claims_rejected`` name.
 COMPANION_RULES = (
     "price", "image", "contact", "percentage", "offer", "time", "hours", "date", "turnaround", "address",
-    "link", "quantity", "figure", "placeholder", "internal", "photo",
+    "link", "quantity", "figure", "placeholder", "internal", "photo", "catalog",
     *(f"undeclared {family.replace('_', ' ')}" for family in FAMILIES),
 )  # fmt: skip
 
@@ -134,6 +135,22 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
         *_action_failures(written, state),
         *(Failure(u.rule, u.reason) for u in unproven(written.text, groups, grounds)),
         *(Failure("photo", reason) for reason in photo_caption_failures(groups, captions)),
+        *_offer_failures(written.text, state, grounds),
+    ]
+
+
+def _offer_failures(text: str, state: WorkingState, grounds: Grounds) -> list[Failure]:
+    if state.language is None or state.language not in state.data_languages:
+        return []  # a reply in another language than the data: its words cannot be compared
+    names = (name for names in grounds.item_words.values() for name in names)
+    known = vocabulary([*grounds.tool_texts, *grounds.policy, *names])
+    return [
+        Failure(
+            "catalog",
+            f"{phrase!r}: {', '.join(missing)} is not in the business's own data; offer only what its tools "
+            "and texts say it offers",
+        )
+        for phrase, missing in unknown_offers(text, known)
     ]
 
 

@@ -136,6 +136,7 @@ async def tenant_data(deps: PackDeps, tenant_id: str) -> TenantData:
         playbook_lines=item_index(items, default),
         policy_defaults={"business_description": description[:1000]} if description else {},
         hold_texts=dict(data.profile.hold_message) if data.profile else {},
+        data_languages=frozenset(lang for item in items for lang, text in item.name.items() if text),
     )
 
 
