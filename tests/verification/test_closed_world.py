@@ -360,3 +360,13 @@ def test_a_minimum_is_the_smallest_order_fetched_for_the_item_not_the_customers_
     current.item_words = {**ITEMS, "t-shirts": ["t-shirts", "áo thun"]}
     assert "quantity" in refused(lie, current)
     assert refused(honest, current) == []
+
+
+def test_a_duration_said_with_an_article_and_a_same_day_promise_meet_the_turnaround():
+    assert refused("Business cards take about a week.", state(CARDS)) == []
+    assert "turnaround" in refused("Te puedes llevar las tarjetas hoy mismo.", state(CARDS))
+
+
+def test_something_free_must_be_free_in_the_same_clause_of_the_business_text():
+    assert refused("Parking out front is free.", state(INFO)) == []
+    assert "offer" in refused("Local delivery is free.", state(INFO))

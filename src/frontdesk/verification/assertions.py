@@ -76,7 +76,8 @@ _PATTERNS: dict[str, list[str]] = {
         r"\b(?:i|we)(?:'ve| have)\s+(?:now\s+|just\s+|also\s+)?(?:updated|changed|amended|modified|adjusted)\s+"
         r"(?:your|the)\b",
         r"\b(?:he|hemos)\s+(?:actualizado|cambiado|modificado)\s+(?:tu|su|el|la|los|las)\b",
-        r"(?<!bạn )(?<!anh )(?<!chị )đã\s+(?:cập nhật|đổi|sửa|chỉnh)\s+(?:lại\s+)?(?:đơn|số lượng|yêu cầu|thông tin)",
+        r"(?<!bạn )(?<!anh )(?<!chị )đã\s+(?:cập nhật|đổi|sửa|chỉnh)\s+(?:lại\s+)?"
+        r"(?:đơn|số lượng|yêu cầu|thông tin|thành|sang)",
     ],
     # Sent: a quote, a form or an e-mail went out; no catalog tool sends one.
     SENT: [

@@ -64,7 +64,7 @@ _READY = re.compile(
     r"\b(?:ready|done|deliver\w*|ship\w*|pick(?:ed)?[- ]?up|collect\w*|arriv\w*|have (?:it|them|"
     r"your)|get (?:it|them|your)|"
     r"turnaround|takes?|print(?:ed)? by|finish\w*|"
-    r"list[oa]s?|entreg\w*|recog\w*|envi\w*|llega\w*|tendr\w*|estar[áa]n?|tarda\w*|termin\w*|"
+    r"list[oa]s?|entreg\w*|recog\w*|envi\w*|llega\w*|tendr\w*|estar[áa]n?|tarda\w*|termin\w*|llevar\w*|"
     r"xong|giao|lấy|nhận|kịp|hoàn thành|làm trong|có bánh|có hàng|đặt trước|báo trước|in advance|ahead|"
     r"con (?:\w+ )?antelación|por adelantado)\b",
     re.I,
@@ -208,6 +208,7 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
         for written, value in facts.percents(text)
         if value not in known
     ]
+    owner_clauses = [c for t in owner for c in facts.clauses(t)]
     for clause in facts.clauses(text):
         if _NEGATION.search(clause):
             continue
@@ -216,7 +217,9 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
             if match is None or (family == "discount" and facts.percents(clause)):
                 continue  # a discount with its figure: the figure is what the percentage rule proves
             near = _content_words(clause, match)
-            if not any(word.search(t) and (not near or near & _concept_words(t)) for t in owner):
+            # The same clause of the business's text must offer it: "free parking, or delivered
+            # for a flat fee" makes parking free, not delivery.
+            if not any(word.search(c) and (not near or near & _concept_words(c)) for c in owner_clauses):
                 failures.append(
                     Unproven(
                         "offer",

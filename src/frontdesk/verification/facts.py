@@ -85,7 +85,11 @@ _DURATION = re.compile(
     r"hours?|horas?|tiếng|weeks?|semanas?|tuần)(?!\w)",
     re.IGNORECASE,
 )
-_SAME_DAY = re.compile(r"\bsame[- ]day\b|\bel mismo día\b|\btrong ngày\b|\blấy ngay\b|\bal momento\b", re.I)
+_SAME_DAY = re.compile(
+    r"\bsame[- ]day\b|\bel mismo día\b|\btrong ngày\b|\blấy ngay\b|\bal momento\b|\bhoy mismo\b|\bright away\b", re.I
+)
+# One unit said with an article: "about a week", "una semana", "khoảng một tuần".
+_ONE_UNIT = re.compile(r"(?<!\w)(?:a|an|one|una|un|một)\s+(?P<unit>weeks?|semanas?|tuần|days?|días?|ngày)(?!\w)", re.I)
 
 _PERCENT = re.compile(
     r"(?<![\d.,])(?P<n>\d{1,3}(?:[.,]\d{1,2})?)\s*(?:%|percent\b|per cent\b|por ciento\b|phần trăm\b)", re.I
@@ -356,6 +360,7 @@ def durations(text: str) -> list[tuple[str, int]]:
     """(written, days) for "3 days", "2-3 días", "24 hours", "same day" (0); a range counts its
     shortest end."""
     found = [(m.group(0), _days(int(m.group("n")), m.group("unit"))) for m in _DURATION.finditer(text)]
+    found.extend((m.group(0), _days(1, m.group("unit"))) for m in _ONE_UNIT.finditer(text))
     found.extend((m.group(0), 0) for m in _SAME_DAY.finditer(text))
     return found
 

@@ -45,7 +45,7 @@ _GENERIC_TEXT = (
     "muchas varios varias nuestro nuestra nuestros nuestras tu tus su sus buen buena buenos buenas "
     "una uno unos unas las los del con por para son así dos cosas eso esto esta este estos lo que más "
     "dạ vâng ạ nha nhé có các những nhiều loại mọi cỡ màu đẹp ngon anh chị em mình bạn này đó theo ý "
-    "tham khảo mẫu cho với của thì là nên luôn rồi"
+    "tham khảo mẫu cho với của thì là nên luôn rồi được"
 )
 _GENERIC = frozenset(fold(word) for word in _GENERIC_TEXT.split())
 
