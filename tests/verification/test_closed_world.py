@@ -370,3 +370,9 @@ def test_a_duration_said_with_an_article_and_a_same_day_promise_meet_the_turnaro
 def test_something_free_must_be_free_in_the_same_clause_of_the_business_text():
     assert refused("Parking out front is free.", state(INFO)) == []
     assert "offer" in refused("Local delivery is free.", state(INFO))
+
+
+def test_hours_said_after_an_opening_clause_are_that_days_hours_too():
+    saturday = "On Saturday we open 10:00 to 14:00, and in the afternoon {}."
+    assert "hours" in refused(saturday.format("from 17:00 to 20:30"), state(INFO))
+    assert refused(saturday.format("we are closed"), state(INFO)) == []

@@ -279,9 +279,28 @@ def _hours(text: str, g: Grounds) -> list[Unproven]:
         # "Today we close early: open until 2 pm" - a clause without its own day takes the
         # sentence's today or tomorrow (a weekday in another clause is more often a contrast).
         whole = [d for d in _days_named(sentence, g) if _RELATIVE_DAY.fullmatch(d[0].strip())]
+        opened: list[tuple[str, tuple[str, ...]]] = []  # the days the last "we open" clause named
         for clause in facts.clauses(sentence):
             inherited = whole if len(whole) == 1 and not _SPAN_OF_DAYS.search(clause) else []
             failures.extend(_open_or_closed(clause, inherited, g))
+            if _OPEN.search(clause) and not _CLOSED.search(clause):
+                opened = _days_named(clause, g) or inherited
+            elif opened and not _CLOSED.search(clause) and not _days_named(clause, g):
+                # "El sábado abrimos de 10 a 14 y por la tarde de 17 a 20:30": the same day, still open
+                failures.extend(_more_hours(clause, opened))
+            else:
+                opened = []
+    return failures
+
+
+def _more_hours(clause: str, days: list[tuple[str, tuple[str, ...]]]) -> list[Unproven]:
+    said = clause.strip()
+    failures = []
+    for label, ranges in days:
+        ends = {_minutes(r) for span in ranges for r in span.split("-")}
+        if any(not t.minutes & ends for t in facts.times(clause)):
+            hours = ", ".join(ranges) or "closed"
+            failures.append(Unproven("hours", f"{said!r}: on {label} the hours are {hours}"))
     return failures
 
 
