@@ -376,3 +376,17 @@ def test_hours_said_after_an_opening_clause_are_that_days_hours_too():
     saturday = "On Saturday we open 10:00 to 14:00, and in the afternoon {}."
     assert "hours" in refused(saturday.format("from 17:00 to 20:30"), state(INFO))
     assert refused(saturday.format("we are closed"), state(INFO)) == []
+
+
+def test_a_use_the_catalog_names_is_no_promotion_the_embedded_model_invented():
+    # bench/local_model.py: the embedded model's honest postcards answer was held for "promotions"
+    postcards = ToolResult(
+        {"id": "postcards", "summary": "Thick 4x6 or 5x7 postcards for mailers, thank-you notes and promotions."},
+        ToolEvidence(frozenset({"postcards"}), turnaround_days={"postcards": 3}, minimums={"postcards": 250}),
+    )
+    reply = (
+        "We have thick 4x6 or 5x7 postcards for mailers, thank-you notes and promotions. "
+        "They are available in 3 days and require a minimum order of 250 cards."
+    )
+    assert refused(reply, state(postcards)) == []
+    assert "offer" in refused("Postcards come with free delivery.", state(postcards))

@@ -208,8 +208,9 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
         for written, value in facts.percents(text)
         if value not in known
     ]
-    owner_clauses = [c for t in owner for c in facts.clauses(t)]
-    for clause in facts.clauses(text):
+    owner_sentences = [s for t in owner for s in facts.sentences(t)]
+    owner_clauses = [c for s in owner_sentences for c in facts.clauses(s)]
+    for clause in (c for s in facts.sentences(text) for c in facts.clauses(s)):
         if _NEGATION.search(clause):
             continue
         for word, family in ((_FREE, "free"), (_DISCOUNT, "discount")):
@@ -217,9 +218,11 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
             if match is None or (family == "discount" and facts.percents(clause)):
                 continue  # a discount with its figure: the figure is what the percentage rule proves
             near = _content_words(clause, match)
-            # The same clause of the business's text must offer it: "free parking, or delivered
-            # for a flat fee" makes parking free, not delivery.
-            if not any(word.search(c) and (not near or near & _concept_words(c)) for c in owner_clauses):
+            # A kind of thing the gate knows in three languages (delivery, parking...) must be
+            # free in the same clause of the business's text: "free parking, or delivered for a flat
+            # fee" makes parking free, not delivery. Any other thing, in the same sentence.
+            scope = owner_clauses if near & _CONCEPTS.keys() else owner_sentences
+            if not any(word.search(c) and (not near or near & _concept_words(c)) for c in scope):
                 failures.append(
                     Unproven(
                         "offer",
