@@ -7,15 +7,15 @@ import pytest
 from frontdesk.verification.offers import unknown_offers, vocabulary
 
 PRINT_SHOP = vocabulary(
-    [
+    (
         "Custom t-shirts",
         "Screen printed for larger runs or heat-transfer printed for small batches.",
         "Tote bags",
         "Natural or black 6 oz cotton canvas tote bags, printed on one or both sides.",
         "Orders can be picked up at the shop or delivered locally for a flat fee.",
-    ]
+    )
 )
-BIKES = vocabulary(["Alquiler bici urbana", "Alquiler bici eléctrica", "Casco y candado incluidos."])
+BIKES = vocabulary(("Alquiler bici urbana", "Alquiler bici eléctrica", "Casco y candado incluidos."))
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,8 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
         for written, value in facts.percents(text)
         if value not in known
     ]
+    if not (_FREE.search(text) or _DISCOUNT.search(text)):
+        return failures
     owner_sentences = [s for t in owner for s in facts.sentences(t)]
     owner_clauses = [c for s in owner_sentences for c in facts.clauses(s)]
     for clause in (c for s in facts.sentences(text) for c in facts.clauses(s)):

@@ -192,14 +192,16 @@ def address_words(text: str) -> frozenset[str]:
     return frozenset(_STREET_SHORT.get(w, w) for w in fold(text).split())
 
 
-def sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+@lru_cache(maxsize=8192)
+def sentences(text: str) -> tuple[str, ...]:
+    return tuple(s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip())
 
 
-def clauses(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def clauses(text: str) -> tuple[str, ...]:
     """Sentences cut at commas, semicolons and "but": one open/closed statement each."""
     parts = re.split(r";|[,:](?!\d)|\s(?:but|pero|nhưng|while|mientras|còn|and|y|và)\s", text, flags=re.I)
-    return [p for p in parts if p.strip()]
+    return tuple(p for p in parts if p.strip())
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,8 @@ def _readings(hour: int, minute: int, after: str, ampm: str | None) -> frozenset
     return frozenset({(hour % 24) * 60 + minute} | ({1440} if hour == 24 else set()))
 
 
-def times(text: str) -> list[TimeSpan]:
+@lru_cache(maxsize=8192)
+def times(text: str) -> tuple[TimeSpan, ...]:
     """Times of day: "18:00", "9h30", "6 pm", "6 giờ chiều", "until 6", "a las 8"."""
     found: list[TimeSpan] = []
     taken: list[tuple[int, int]] = []
@@ -258,11 +261,12 @@ def times(text: str) -> list[TimeSpan]:
         if not _AFTER_HOUR_OK.match(text[match.end() :]) or re.search(r"\d\s*$", text[: match.start()]):
             continue  # "groups of 4 to 15": a range of counts, not an hour
         add(match, int(match.group("h")), 0, None)
-    return found
+    return tuple(found)
 
 
-def percents(text: str) -> list[tuple[str, Decimal]]:
-    return [(m.group(0), Decimal(m.group("n").replace(",", "."))) for m in _PERCENT.finditer(text)]
+@lru_cache(maxsize=8192)
+def percents(text: str) -> tuple[tuple[str, Decimal], ...]:
+    return tuple((m.group(0), Decimal(m.group("n").replace(",", "."))) for m in _PERCENT.finditer(text))
 
 
 def day_words(text: str) -> list[tuple[str, str]]:
@@ -286,7 +290,8 @@ def _next_weekday(today: date, key: str) -> date:
     return today + timedelta(days=ahead or 7)
 
 
-def dates(text: str, today: date) -> list[tuple[str, date]]:
+@lru_cache(maxsize=8192)
+def dates(text: str, today: date) -> tuple[tuple[str, date], ...]:
     """Dates a text names, resolved against ``today`` (the business's date): absolute dates
     (the next such date), weekdays (the next one after today), today/tomorrow, "in 3 days"."""
     found: list[tuple[str, date]] = []
@@ -321,7 +326,7 @@ def dates(text: str, today: date) -> list[tuple[str, date]]:
     for match in _IN_DAYS.finditer(text):
         days = _days(int(match.group("n")), match.group("unit"))
         found.append((match.group(0), today + timedelta(days=days)))
-    return found
+    return tuple(found)
 
 
 # "el jueves 3", "Thursday the 3rd": a weekday with its day of the month. Not "Monday 9 to 6",
@@ -420,6 +425,7 @@ _UNTIL = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def in_season(text: str, today: date) -> bool:
     """False when an owner's line is bounded in time and ``today`` is outside it: a December
     promotion in January, "before December 20" on the 21st. A line naming no period always holds."""

@@ -35,7 +35,7 @@ from frontdesk.verification.contacts import contact_values, keys_of, known
 from frontdesk.verification.facts import fold
 from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
-from frontdesk.verification.offers import unknown_offers, vocabulary
+from frontdesk.verification.offers import offered_phrases, unknown_offers, vocabulary
 from frontdesk.verification.photos import PhotoCaptions, photo_caption_failures
 from frontdesk.verification.tiers import tier_failures
 
@@ -140,10 +140,10 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
 
 
 def _offer_failures(text: str, state: WorkingState, grounds: Grounds) -> list[Failure]:
-    if state.language is None or state.language not in state.data_languages:
+    if state.language is None or state.language not in state.data_languages or not offered_phrases(text):
         return []  # a reply in another language than the data: its words cannot be compared
     names = (name for names in grounds.item_words.values() for name in names)
-    known = vocabulary([*grounds.tool_texts, *grounds.policy, *names])
+    known = vocabulary((*grounds.tool_texts, *grounds.policy, *names))
     return [
         Failure(
             "catalog",

@@ -12,7 +12,7 @@ language the data is written in can be compared (the gate checks that before ask
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from functools import lru_cache
 
 from frontdesk.verification import facts
 from frontdesk.verification.facts import fold
@@ -50,7 +50,8 @@ _GENERIC_TEXT = (
 _GENERIC = frozenset(fold(word) for word in _GENERIC_TEXT.split())
 
 
-def offered_phrases(text: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def offered_phrases(text: str) -> tuple[str, ...]:
     """What each sentence says the business offers, as written."""
     found = []
     for sentence in facts.sentences(text):
@@ -61,7 +62,7 @@ def offered_phrases(text: str) -> list[str]:
             phrase = _END.split(f" {phrase} ", maxsplit=1)[0].strip()
             if phrase:
                 found.append(phrase)
-    return found
+    return tuple(found)
 
 
 def _key(word: str) -> str:
@@ -69,8 +70,13 @@ def _key(word: str) -> str:
     return (word[:-1] if word.endswith("s") and len(word) > 3 else word)[:5]
 
 
-def vocabulary(texts: Iterable[str]) -> frozenset[str]:
-    return frozenset(_key(w) for text in texts for w in fold(text).split())
+def vocabulary(texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(_text_keys(text) for text in texts))
+
+
+@lru_cache(maxsize=4096)
+def _text_keys(text: str) -> frozenset[str]:
+    return frozenset(_key(w) for w in fold(text).split())
 
 
 def _content(text: str) -> list[str]:
