@@ -249,7 +249,12 @@ async def test_update_follow_up_refuses_a_follow_up_of_another_conversation(shop
     (task,) = await tasks_of(db, mine.conversation_id)
     assert (task.status, task.details["quantity"]) == ("open", 500)
     updated = await shop.call("update_follow_up", mine, follow_up_id=follow_up_id, quantity=2000)
-    assert updated.output == {"follow_up_id": follow_up_id, "status": "open", "quantity": 2000}
+    assert updated.output == {
+        "follow_up_id": follow_up_id,
+        "status": "open",
+        "quantity": 2000,
+        "details": "matte, double-sided",
+    }
 
 
 # -- through the pipeline

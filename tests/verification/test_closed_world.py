@@ -390,3 +390,13 @@ def test_a_use_the_catalog_names_is_no_promotion_the_embedded_model_invented():
     )
     assert refused(reply, state(postcards)) == []
     assert "offer" in refused("Postcards come with free delivery.", state(postcards))
+
+
+def test_a_change_said_with_a_count_is_the_count_the_change_recorded():
+    updated = ToolResult(
+        {"follow_up_id": "fu-1", "status": "open", "quantity": 8, "details": "group of 8"},
+        ToolEvidence(events=(("follow_up_updated", "fu-1"),)),
+    )
+    asked = ("Make it 10 people please",)
+    assert "undeclared changed" in refused("I've changed your request to 10 people.", state(updated, customer=asked))
+    assert refused("I've changed your request to 8 people.", state(updated, customer=asked)) == []

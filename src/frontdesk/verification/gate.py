@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.platform.observability.tracing import VERIFY, stage
 from frontdesk.verification.arithmetic import Amount, computed, counts_in, percents_in
-from frontdesk.verification.assertions import FAMILIES, THIS_TURN, asserted_actions, proven
+from frontdesk.verification.assertions import CHANGED, FAMILIES, THIS_TURN, asserted_actions, proven
 from frontdesk.verification.claims import (
     BusinessInfoStated,
     Claim,
@@ -32,7 +32,7 @@ from frontdesk.verification.claims import (
 )
 from frontdesk.verification.closed_world import Grounds, grounds_of, unproven
 from frontdesk.verification.contacts import contact_values, keys_of, known
-from frontdesk.verification.facts import fold
+from frontdesk.verification.facts import fold, sentences
 from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
 from frontdesk.verification.offers import offered_phrases, unknown_offers, vocabulary
@@ -164,13 +164,34 @@ def _proven_events(state: WorkingState) -> set[tuple[str, str | None]]:
 def _action_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
     happened = {event for event, _ in _proven_events(state)}
     now = {event for event, _ in state.turn_events()}
+    failures = []
+    for family, words in asserted_actions(reply.text):
+        if not proven(family, now if family in THIS_TURN else happened):
+            failures.append(
+                Failure(
+                    f"undeclared {family.replace('_', ' ')}",
+                    f"the reply says {words!r}, but no such action happened; do it with its tool first, "
+                    "or do not say it",
+                )
+            )
+        elif family == CHANGED:
+            failures.extend(_changed_counts(reply.text, words, state))
+    return failures
+
+
+def _changed_counts(text: str, words: str, state: WorkingState) -> list[Failure]:
+    """A change said with a count ("I've changed it to 10 people") must be the count the change
+    recorded: the customer asked for 10, but the update may have saved 8, or only a note."""
+    recorded = {n for e in state.turn_evidence if e.events for t in e.texts for n in re.findall(r"\d+", t)}
+    sentence = next((s for s in sentences(text) if words in s), "")
+    said = re.findall(r"(?<![\d.,:/$€£₫])\d+(?![\d.,:/%]|\s?(?:[$€£₫]|k\b))", without_money(sentence))
     return [
         Failure(
-            f"undeclared {family.replace('_', ' ')}",
-            f"the reply says {words!r}, but no such action happened; do it with its tool first, or do not say it",
+            "undeclared changed",
+            f"the reply says the change made it {count}, but the change recorded no {count}; say what it recorded",
         )
-        for family, words in asserted_actions(reply.text)
-        if not proven(family, now if family in THIS_TURN else happened)
+        for count in dict.fromkeys(said)
+        if count not in recorded
     ]
 
 

@@ -370,8 +370,10 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             task.details = details
             task.status = "cancelled" if args.cancel else task.status
             task.updated_at = now
+        # What the request now says, so the reply (and the gate) can tell what really changed.
+        recorded = {"quantity": details.get("quantity"), "details": details.get("details")}
         return ToolResult(
-            output={"follow_up_id": task.id, "status": task.status, "quantity": details.get("quantity")},
+            output={"follow_up_id": task.id, "status": task.status, **recorded},
             # A cancellation is its own event: "your request is cancelled" needs one, not any update.
             evidence=ToolEvidence(
                 events=(("follow_up_updated", task.id), *((("follow_up_cancelled", task.id),) if args.cancel else ()))
