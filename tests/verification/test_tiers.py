@@ -35,6 +35,10 @@ def test_an_amount_moved_to_another_option_is_refused_and_its_own_option_ships(r
     assert tier_failures(with_digits(honest), [rows]) == []
 
 
+def test_price_lines_quoted_as_the_catalog_writes_them_ship():
+    assert tier_failures("Tote bags: $8.50 / bag, for 25 bags, $6.75 / bag, for 100 bags.", [BAGS]) == []
+
+
 def test_an_amount_said_with_no_option_or_with_another_items_words_is_left_to_the_price_rule():
     assert tier_failures("The cake is 380.000 ₫ and serves a family.", [CAKE]) == []
     assert tier_failures("For 12 people: it serves 12 to 15 and costs 520.000 ₫.", [CAKE]) == []

@@ -90,8 +90,9 @@ def tier_failures(text: str, groups: Iterable[Sequence[str]]) -> list[Unproven]:
             if not own:
                 continue  # an amount no tool gave: the price rule's
             verdict = _judge(without_money(clause), value, own, tiers)
-            if verdict is None and index > 0 and not money_values(parts[index - 1]):
-                # "Para 4 horas, el medio día: 22 €": what it buys is said just before.
+            if verdict is None and index > 0 and not any(money_values(p) for p in parts[:index]):
+                # "Para 4 horas, el medio día: 22 €": what it buys is said just before. Not after
+                # another amount: "$8.50 / bag, for 25 bags, $6.75 / bag" says 25 of the $8.50.
                 verdict = _judge(f"{parts[index - 1]} {without_money(clause)}", value, own, tiers)
             if verdict:
                 failures.append(Unproven("price", f"{clause.strip()!r}: {verdict}"))
