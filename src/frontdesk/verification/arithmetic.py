@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from itertools import combinations
 
+from frontdesk.verification.facts import sentences
 from frontdesk.verification.money import Money
 
 Amount = tuple[Decimal, str | None]  # value, currency (None: any)
@@ -114,20 +115,11 @@ def computed(
             return True
     # A saving, said as one: the gap between an amount the reply states and one it states or one
     # step reaches ("10 tins at 90.000đ would be 900.000đ; the box is 800.000đ, 100.000đ less").
-    if _SAVING.search(_sentence_of(text, money.written)) and any(
+    if _SAVING.search(next((s for s in sentences(text) if money.written in s), "")) and any(
         abs(a - b) == money.value for a in others for b in reachable | set(others)
     ):
         return True
     return _approximates(money, text, reachable)
-
-
-def _sentence_of(text: str, written: str) -> str:
-    at = text.find(written)
-    if at < 0:
-        return ""
-    start = max(text.rfind(mark, 0, at) for mark in (". ", "!", "?", "\n"))
-    ends = [e for e in (text.find(mark, at) for mark in (". ", "!", "?", "\n")) if e >= 0]
-    return text[start + 1 : min(ends, default=len(text))]
 
 
 def _approximates(money: Money, text: str, reachable: set[Decimal]) -> bool:

@@ -235,11 +235,7 @@ def _percent_and_offers(text: str, g: Grounds) -> list[Unproven]:
     return failures
 
 
-_STOP_WORDS = (
-    "a an the of for on in to and or is are it its we our your you with all this that be will por para de del la el "
-    "los las un una y o en con es son su sus tu nuestro cho của và là có các một những được bạn em anh chị mình số"
-)
-_STOP = {w for word in _STOP_WORDS.split() for w in (word, fold(word))}
+_STOP = facts.STOP_WORDS
 
 
 # What is offered, in the three languages: "estacionamiento gratis" is the "free parking" the

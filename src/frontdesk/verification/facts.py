@@ -186,6 +186,16 @@ def fold(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", stripped.lower()))
 
 
+# Words that name nothing (articles, pronouns, linking words) in the three languages, folded: what
+# the rules comparing a reply's words with the business's leave out.
+_STOP_TEXT = (
+    "a an the of for on in to and or is are it its we our your you with all this that be will por para de del "
+    "la el los las un una y o en con es son su sus tu nuestro cho của và là có các một những được bạn em anh "
+    "chị mình số"
+)
+STOP_WORDS = frozenset(fold(word) for word in _STOP_TEXT.split())
+
+
 @lru_cache(maxsize=4096)
 def address_words(text: str) -> frozenset[str]:
     """An address's words as compared: folded, street words written out ("Ave" is "avenue")."""

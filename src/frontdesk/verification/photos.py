@@ -17,11 +17,9 @@ from frontdesk.verification import facts
 from frontdesk.verification.facts import fold
 
 # Words that describe any photo: never what tells two photos apart.
-_COMMON_TEXT = (
-    "a an the of on in with and or our your its for to at de del la el los las un una y con en sobre "
-    "và của với trên cho một các những ảnh hình photo photos picture foto fotos"
-)
-_COMMON = frozenset(fold(word) for word in _COMMON_TEXT.split())
+_COMMON = facts.STOP_WORDS | {
+    fold(word) for word in ("at", "sobre", "với", "trên", "ảnh", "hình", "photo", "photos", "picture", "foto", "fotos")
+}
 
 
 class PhotoCaptions:

@@ -21,11 +21,7 @@ from frontdesk.verification.facts import fold
 from frontdesk.verification.money import money_values, without_money
 
 # Words every row shares or that tell nothing apart ("a box of 6": "of" is not the option).
-_STOP_TEXT = (
-    "a an the of for on in to and or per each is are por para de del la el los las un una y o en con cada "
-    "cho của và là mỗi một giá"
-)
-_STOP = frozenset(fold(word) for word in _STOP_TEXT.split())
+_STOP = facts.STOP_WORDS | {fold(word) for word in ("per", "each", "cada", "mỗi", "giá")}
 
 
 @dataclass(frozen=True)
