@@ -6,11 +6,13 @@ the TOML file named by ``FRONTDESK_CONFIG`` (default ``./frontdesk.toml`` if it 
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -19,6 +21,7 @@ from pydantic_settings import (
 )
 
 DEFAULT_CONFIG_FILE = "frontdesk.toml"
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
 
 
 class Settings(BaseSettings):
@@ -49,6 +52,11 @@ class Settings(BaseSettings):
     # or it may send on a connection we are closing and get no answer.
     http_keep_alive_s: int = Field(default=75, ge=1, le=3600)
     public_url: str | None = None
+    # Proxies (IP addresses or CIDR networks; "*" for any) whose X-Forwarded-For and
+    # X-Forwarded-Proto headers are believed. Empty: none, the peer's own address is the client's.
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+    # The API's own documentation pages (/docs, /redoc) and /openapi.json.
+    api_docs_enabled: bool = True
 
     # -- models (slot strings; see docs/configuration.md)
     model_chat: str | None = None
@@ -109,6 +117,11 @@ class Settings(BaseSettings):
     # -- outbound calls to messaging platforms
     channel_timeout_s: float = Field(default=15.0, gt=0)
 
+    # -- outbound requests to URLs a tenant or customer can influence (platform/outbound.py)
+    # Host names or CIDR networks that may be reached although private or loopback (a self-hosted
+    # webhook receiver on 10.0.0.5): everything else of that kind is refused.
+    outbound_allow: list[str] = Field(default_factory=list)
+
     # -- web chat
     webchat_max_text_chars: int = Field(default=4000, ge=1)
 
@@ -125,6 +138,7 @@ class Settings(BaseSettings):
     console_secure_cookies: bool | None = None
     console_session_ttl_s: float = Field(default=12 * 3600.0, gt=0)
     console_login_max_attempts: int = Field(default=5, ge=1)
+    console_login_max_attempts_per_ip: int = Field(default=30, ge=1)
     console_login_window_s: float = Field(default=300.0, gt=0)
 
     # -- operator notifications (humans/notifications/)
@@ -143,8 +157,30 @@ class Settings(BaseSettings):
     otel_endpoint: str | None = None  # OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces
     otel_service_name: str = "frontdesk"
     metrics_enabled: bool = True
+    # Where /metrics is served: its own listener (metrics_host:metrics_port), never the public
+    # port unless metrics_token is set (then there, behind "Authorization: Bearer <token>").
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = Field(default=9464, ge=0, le=65535)
+    metrics_token: str | None = Field(default=None, min_length=16, repr=False)
     # On SIGTERM: stop claiming, let running turns finish this long, then release what is left.
     shutdown_grace_s: float = Field(default=20.0, ge=0)
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if entry != "*":
+                _network(entry)
+        return entries
+
+    @field_validator("outbound_allow")
+    @classmethod
+    def _outbound_allow(cls, entries: list[str]) -> list[str]:
+        cleaned = [entry.strip().lower().rstrip(".") for entry in entries]
+        for entry in cleaned:
+            if not _HOST_NAME.fullmatch(entry):
+                _network(entry)
+        return cleaned
 
     @classmethod
     def settings_customise_sources(
@@ -157,3 +193,10 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = os.environ.get("FRONTDESK_CONFIG", DEFAULT_CONFIG_FILE)
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+
+def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(entry.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"{entry!r} is not an IP address or a CIDR network") from None

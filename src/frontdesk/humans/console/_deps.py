@@ -47,6 +47,7 @@ class ConsoleConfig:
     session_ttl_s: float
     login_max_attempts: int
     login_window_s: float
+    login_max_attempts_per_ip: int = 30
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConsoleConfig:
@@ -61,6 +62,7 @@ class ConsoleConfig:
             session_ttl_s=float(settings.console_session_ttl_s),
             login_max_attempts=int(settings.console_login_max_attempts),
             login_window_s=float(settings.console_login_window_s),
+            login_max_attempts_per_ip=int(settings.console_login_max_attempts_per_ip),
         )
 
 

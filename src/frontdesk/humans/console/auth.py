@@ -18,8 +18,9 @@ from typing import Literal
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import Request
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
+from frontdesk.humans.console import sign_in_limits
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.platform.store.schema_console import ConsoleLoginAttempt, ConsoleSession, Operator
 
@@ -76,35 +77,17 @@ def _key(token: str) -> str:
 
 
 def client_ip(request: Request) -> str:
-    # The direct peer: a proxy's forwarded header is only trusted where uvicorn is told to
-    # (``--forwarded-allow-ips``), which rewrites ``request.client`` itself.
+    # The direct peer, or the client a trusted proxy names: ``serve`` has uvicorn rewrite
+    # ``request.client`` from X-Forwarded-For only for the proxies in ``forwarded_allow_ips``.
     return (request.client.host if request.client else "unknown")[:64]
 
 
-async def login_blocked(deps: ConsoleDeps, email: str, ip: str) -> bool:
-    """Too many failures for this (email, address) since the window opened or the last success."""
-    since = deps.clock.now() - timedelta(seconds=deps.config.login_window_s)
-    async with deps.db.read() as session:
-        last_ok = await session.scalar(
-            select(func.max(ConsoleLoginAttempt.created_at)).where(
-                ConsoleLoginAttempt.email == email, ConsoleLoginAttempt.ip == ip, ConsoleLoginAttempt.ok.is_(True)
-            )
-        )
-        if last_ok is not None and last_ok > since:
-            since = last_ok
-        failures = await session.scalar(
-            select(func.count()).where(
-                ConsoleLoginAttempt.email == email,
-                ConsoleLoginAttempt.ip == ip,
-                ConsoleLoginAttempt.ok.is_(False),
-                ConsoleLoginAttempt.created_at > since,
-            )
-        )
-    return int(failures or 0) >= deps.config.login_max_attempts
-
-
-async def authenticate(deps: ConsoleDeps, email: str, password: str, ip: str) -> Operator | None:
-    """The active operator with this e-mail and password, with the attempt recorded either way."""
+async def authenticate(
+    deps: ConsoleDeps, email: str, password: str, ip: str, claimed: list[tuple[str, str]]
+) -> Operator | None:
+    """The active operator with this e-mail and password, with the attempt recorded either way.
+    ``claimed``: the keys this attempt was counted against (``sign_in_limits.claim``), given back
+    when it succeeds."""
     async with deps.db.read() as session:
         operator = await session.scalar(select(Operator).where(Operator.email == email, Operator.active.is_(True)))
     # argon2 takes tens of milliseconds of CPU: keep it off the event loop.
@@ -112,6 +95,7 @@ async def authenticate(deps: ConsoleDeps, email: str, password: str, ip: str) ->
     async with deps.db.transaction() as session:
         session.add(ConsoleLoginAttempt(email=email, ip=ip, ok=ok, created_at=deps.clock.now()))
         if ok and operator is not None:
+            await sign_in_limits.give_back(session, claimed)
             stored = await session.get(Operator, operator.id)
             if stored is not None:
                 stored.last_login_at = deps.clock.now()
@@ -138,6 +122,7 @@ async def start_session(deps: ConsoleDeps, operator: Operator) -> str:
         await session.execute(delete(ConsoleSession).where(ConsoleSession.expires_at <= now))
         keep_after = now - timedelta(seconds=max(deps.config.login_window_s, ATTEMPTS_KEPT_S))
         await session.execute(delete(ConsoleLoginAttempt).where(ConsoleLoginAttempt.created_at < keep_after))
+        await sign_in_limits.forget_old(session, now, deps.config.login_window_s)
     return token
 
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from frontdesk.humans.console import csrf
+from frontdesk.humans.console import csrf, sign_in_limits
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import LOGIN_PATH, actor
 from frontdesk.humans.console._render import audit, page, parse_form
@@ -18,10 +18,10 @@ from frontdesk.humans.console.auth import (
     cookie_name,
     current_principal,
     end_session,
-    login_blocked,
     start_session,
 )
 from frontdesk.humans.console.i18n import from_accept_language
+from frontdesk.humans.console.sign_in_limits import DEVICE_TTL_S, device_cookie_name
 
 
 class LoginForm(BaseModel):
@@ -42,13 +42,16 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         await csrf.require(request, request.cookies.get(csrf.PRE_LOGIN_COOKIE, ""))
         form = await parse_form(request, LoginForm)
         email, ip = form.email.lower(), client_ip(request)
-        if await login_blocked(deps, email, ip):
+        device = await sign_in_limits.known_device(deps, email, request.cookies.get(device_cookie_name(deps)))
+        keys = sign_in_limits.attempt_keys(email, ip, device)
+        if not await sign_in_limits.claim(deps, keys):  # counted before the password is checked
             return _login_form(deps, request, error="login.too_many", status=429)
-        operator = await authenticate(deps, email, form.password, ip)
+        operator = await authenticate(deps, email, form.password, ip, keys)
         if operator is None:
             return _login_form(deps, request, error="login.failed", status=401)
         token = await start_session(deps, operator)
         async with deps.db.transaction() as session:
+            new_device = await sign_in_limits.remember_device(session, operator.id, device, deps.clock.now())
             audit(
                 session,
                 None,
@@ -68,6 +71,16 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             httponly=True,
             samesite="lax",
         )
+        if new_device is not None:
+            response.set_cookie(
+                device_cookie_name(deps),
+                new_device,
+                max_age=int(DEVICE_TTL_S),
+                path="/",
+                secure=deps.config.secure_cookies,
+                httponly=True,
+                samesite="strict",
+            )
         response.delete_cookie(csrf.PRE_LOGIN_COOKIE, path="/console")
         return response
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from frontdesk.platform.store.schema import AutoId, Base
@@ -54,6 +54,30 @@ class ConsoleLoginAttempt(Base):
     ip: Mapped[str] = mapped_column(String(64))
     ok: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime]
+
+
+class ConsoleLoginCounter(Base):
+    """Sign-in attempts counted in a fixed window, per key: ``ip:<address>``, ``account:<email>``
+    (browsers the operator has not signed in from) or ``device:<id>`` (one they have). Claimed
+    with a conditional UPDATE before the password is checked, so parallel guesses queue on the row
+    and get no more tries than serial ones."""
+
+    __tablename__ = "console_login_counters"
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    window_start: Mapped[datetime]
+    attempts: Mapped[int] = mapped_column(Integer)
+
+
+class ConsoleDevice(Base):
+    """A browser an operator has signed in from. ``id`` is the SHA-256 of the device cookie's
+    token. Its sign-in attempts are counted apart from strangers', so guessing an operator's
+    password from elsewhere never locks them out of a browser they already use."""
+
+    __tablename__ = "console_devices"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"), index=True)
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime]
 
 
 class AuditEntry(Base):
