@@ -74,7 +74,7 @@ async def test_bad_operator_input_is_refused_naming_the_problem(db, change, prob
         "email": "a@b.test",
         "name": "A",
         "role": "agent",
-        "password": "x" * 12,
+        "password": "plum orbit kettle",
         "language": "en",
         **change,
     }
@@ -89,7 +89,7 @@ async def test_an_email_is_used_once(db):
         "email": "a@b.test",
         "name": "A",
         "role": "agent",
-        "password": "x" * 12,
+        "password": "plum orbit kettle",
         "language": "en",
     }
     await add_operator(db, now=SystemClock().now(), **values)

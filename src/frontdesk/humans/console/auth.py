@@ -22,6 +22,8 @@ from sqlalchemy import delete, select
 
 from frontdesk.humans.console import sign_in_limits
 from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console.passwords import MIN_PASSWORD as MIN_PASSWORD  # the CLI prompt names it
+from frontdesk.humans.console.passwords import password_problem
 from frontdesk.platform.store.schema_console import ConsoleLoginAttempt, ConsoleSession, Operator
 
 Role = Literal["owner", "agent"]
@@ -33,7 +35,6 @@ SECURE_COOKIE = "__Host-frontdesk_console"  # the prefix forbids Domain and requ
 _HASHER = PasswordHasher()
 # Verified against when the e-mail is unknown, so a miss costs as long as a wrong password.
 _DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(16))
-MIN_PASSWORD = 12
 ATTEMPTS_KEPT_S = 7 * 24 * 3600.0  # sign-in attempts stay a week for anyone investigating abuse
 
 
@@ -55,9 +56,12 @@ class Principal:
         return self.role == "owner"
 
 
-def hash_password(password: str) -> str:
-    if len(password) < MIN_PASSWORD:
-        raise ValueError(f"a password needs at least {MIN_PASSWORD} characters")
+def hash_password(password: str, *, email: str = "", name: str = "") -> str:
+    """The argon2id hash of an operator's new password; ValueError (its reason) when the rules
+    in ``passwords.py`` refuse it. ``email`` and ``name``: the operator's, which it must not contain."""
+    problem = password_problem(password, email=email, name=name)
+    if problem is not None:
+        raise ValueError(problem)
     return _HASHER.hash(password)
 
 
