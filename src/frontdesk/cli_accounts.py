@@ -30,6 +30,28 @@ ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,40}$"
 # it (this module may not import a channel, tests/test_layers.py; a test holds the two together).
 _ORIGIN = re.compile(r"(?i)(https?)://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?/?")
 
+# Config values whose shape the platform fixes, checked when saved: a wrong one fails nowhere, it
+# misfires quietly (a LINE account with a mistyped destination ignores every webhook; a Telegram
+# bot_id that is not the bot's number never tells its own messages apart). Read by the channels'
+# inbound.py (this module may not import a channel, tests/test_layers.py). The refusal never
+# quotes the value: a bot_id is often the whole bot token pasted.
+CONFIG_SHAPES: Mapping[str, Mapping[str, tuple[re.Pattern[str], str]]] = {
+    "line": {
+        "destination": (
+            re.compile(r"U[0-9a-f]{32}"),
+            "not a LINE bot user id; expected U followed by 32 lowercase hex characters"
+            " (the userId of GET https://api.line.me/v2/bot/info)",
+        ),
+    },
+    "telegram": {
+        "bot_id": (
+            re.compile(r"[1-9][0-9]{0,19}"),
+            "not a Telegram bot id; expected digits only, the number before the colon of the bot token"
+            " (123456789 for 123456789:AA...)",
+        ),
+    },
+}
+
 
 @dataclass(frozen=True)
 class AccountSummary:
@@ -76,6 +98,8 @@ async def upsert_account(
     ``own_id``: the channel's, from the registry the caller holds (required, so no caller skips
     it by forgetting; None for a channel without one): a new account, or an edit of its config,
     must name it."""
+    if problem := config_problem(channel, config):
+        raise ConfigError(problem)
     if vault is None:
         vault = build_vault(db, Settings())
     async with db.transaction() as session:
@@ -132,6 +156,16 @@ async def upsert_account(
     prefix = credential_prefix(account_id)
     vaulted = [n[len(prefix) :] for n in await vault.names(tenant_id, prefix)]
     return summary(account, vaulted)
+
+
+def config_problem(channel: str, config: Mapping[str, str]) -> str | None:
+    """What is wrong with a value of ``config`` whose shape ``channel``'s platform fixes, or None.
+    An empty value (removing the key) is always fine."""
+    for key, (shape, problem) in CONFIG_SHAPES.get(channel, {}).items():
+        value = config.get(key, "")
+        if value != "" and not shape.fullmatch(value):
+            return f"{key}: {problem}"
+    return None
 
 
 def allowed_origins_problem(value: str) -> str | None:

@@ -50,11 +50,14 @@ class ClaimedJob:
 
 class RetryLater(Exception):
     """A handler's expected failure (a vendor is down): the job is retried with backoff, and no
-    sooner than ``after_s`` (a vendor's ``Retry-After``), without a traceback in the log."""
+    sooner than ``after_s`` (a vendor's ``Retry-After``), without a traceback in the log.
+    ``max_attempts``: the handler's own limit, when it gives up before the queue would (the log
+    line counts attempts against it)."""
 
-    def __init__(self, reason: str, *, after_s: float | None = None) -> None:
+    def __init__(self, reason: str, *, after_s: float | None = None, max_attempts: int | None = None) -> None:
         super().__init__(reason)
         self.after_s = after_s
+        self.max_attempts = max_attempts
 
 
 @dataclass(frozen=True)

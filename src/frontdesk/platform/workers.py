@@ -168,7 +168,7 @@ class JobRunner:
                 job.id,
                 job.kind,
                 job.attempts,
-                job.max_attempts,
+                exc.max_attempts or job.max_attempts,
                 exc,
             )
             await self._failed(job, worker, f"retry later: {exc}", not_before_s=exc.after_s)
