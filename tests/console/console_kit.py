@@ -169,8 +169,9 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
                 created_at=now,
             )
         )
+    operators = {}
     for email, tenant, role in ((OWNER, "demo", "owner"), (AGENT, "demo", "agent"), (OTHER, "other", "owner")):
-        await add_operator(
+        operators[email] = await add_operator(
             db,
             tenant_id=tenant,
             email=email,
@@ -222,6 +223,7 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
         other_receipt=str(receipt),
         other_item=OTHER_ITEM,
         other_photo=OTHER_PHOTO,
+        other_operator=operators[OTHER].id,
     )
     return console
 

@@ -14,6 +14,11 @@ from frontdesk.platform.store.schema_console import AuditEntry
 
 # Every route that takes an id, with the kind of id it takes.
 ID_ROUTES = [
+    ("POST", "/console/operators/{other_operator}/active"),
+    ("POST", "/console/operators/{other_operator}/role"),
+    ("POST", "/console/operators/{other_operator}/password"),
+    ("POST", "/console/operators/{other_operator}/sign-out"),
+    ("POST", "/console/operators/{other_operator}/delete"),
     ("GET", "/console/conversations/{other_conversation}"),
     ("GET", "/console/conversations/{other_conversation}/messages"),
     ("GET", "/console/conversations/{other_conversation}/stream"),

@@ -3,6 +3,7 @@ and replays."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -16,6 +17,7 @@ from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
 from frontdesk.humans.console.auth import current_principal
 from frontdesk.humans.console.i18n import catalog
+from frontdesk.humans.console.operators import revoked_key
 from frontdesk.humans.console.threads import (
     fingerprint,
     get_thread,
@@ -109,7 +111,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         async with deps.db.read() as session:
             await get_thread(session, me, conversation_id)
         return StreamingResponse(
-            _changes(deps, request, conversation_id, since),
+            _changes(deps, request, conversation_id, since, me.operator_id),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -140,23 +142,39 @@ def _known_notice(value: str) -> str:
     return value if f"notice.{value}" in catalog("en") else ""
 
 
-async def _changes(deps: ConsoleDeps, request: Request, conversation_id: str, since: str) -> AsyncIterator[str]:
+async def _changes(
+    deps: ConsoleDeps, request: Request, conversation_id: str, since: str, operator_id: str
+) -> AsyncIterator[str]:
     """An SSE ``changed`` event whenever the thread's fingerprint moves; the page then re-fetches
     its messages partial. The signal wakes us at once in this process; the poll finds changes
     made by other instances. The session is re-checked on every wake, so signing out (or
-    expiry) ends the stream."""
+    expiry) ends the stream; so does anything that ends the operator's sessions (deactivated,
+    deleted, a new password, "end sessions"), which announces ``revoked_key`` to wake us now."""
     yield "retry: 2000\n\n"
     last, last_sent = since, time.monotonic()
     while not await request.is_disconnected():
+        # Tickets before the reads: a publish between the reads and the wait still wakes us.
+        ticket = deps.signals.ticket(conversation_id)
+        revoked = deps.signals.ticket(revoked_key(operator_id))
         if await current_principal(deps, request) is None:
             yield "event: signed_out\ndata: \n\n"
             return
-        ticket = deps.signals.ticket(conversation_id)
         now = await fingerprint(deps, conversation_id)
         if now != last:
             yield f"event: changed\ndata: {now}\n\n"
             last, last_sent = now, time.monotonic()
-        woke = await deps.signals.wait(ticket, STREAM_POLL_S)
+        woke = await _first_of(ticket, revoked, timeout_s=STREAM_POLL_S)
         if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
             yield ": keep-alive\n\n"
             last_sent = time.monotonic()
+
+
+async def _first_of(*tickets: asyncio.Event, timeout_s: float) -> bool:
+    """True once any ticket is set, False after ``timeout_s`` without one."""
+    waiters = [asyncio.ensure_future(ticket.wait()) for ticket in tickets]
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    return bool(done)
