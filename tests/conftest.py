@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -30,6 +31,10 @@ from frontdesk.platform.store.schema import Base
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 os.environ.pop("FRONTDESK_MODEL_CHAT", None)
 os.environ["FRONTDESK_CONFIG"] = "/nonexistent/frontdesk.toml"  # a developer's own file must not leak in
+
+# The hostile suite attacks the console with the console suite's own kit (``console_kit``).
+if (console_kit_dir := str(Path(__file__).parent / "console")) not in sys.path:
+    sys.path.append(console_kit_dir)
 
 POSTGRES_URL = os.environ.get("FRONTDESK_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite", *(["postgresql"] if POSTGRES_URL else [])]

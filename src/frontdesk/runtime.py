@@ -30,6 +30,7 @@ from frontdesk.humans.notifications.watch import FailedDeliveryWatch, notify_rej
 from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
 from frontdesk.ingestion.assembler import AssemblerTiming, Attempt, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps, warn_accounts_without_own_id
+from frontdesk.ingestion.channels.webchat.limits import WebchatLimits, WebchatRates
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.preparation import PREPARE_MEDIA, MediaPreparer
@@ -44,6 +45,7 @@ from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
 from frontdesk.platform.media import build_media_store
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, parse_model_spec
 from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
+from frontdesk.platform.outbound import GuardedClient, OutboundAllow
 from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
@@ -116,18 +118,30 @@ class Runtime:
         vault = build_vault(db, settings, clock)
         accounts = AccountDirectory(db, vault)
         media = build_media_store(settings)
+        tls = httpx2.create_ssl_context()  # loading the CA bundle takes a tenth of a second: once, for both clients
         http = httpx2.AsyncClient(
+            verify=tls,
             timeout=settings.channel_timeout_s,
             headers={"User-Agent": f"frontdesk/{__version__}"},
             # Idle connections are dropped before the common 5 s server keep-alive (uvicorn,
             # Node, Apache) closes them: reusing one the platform is closing fails the send.
             limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0),
         )
+        # URLs a tenant or a customer chose (webhooks, customer media) go through the outbound
+        # guard; the platforms' configured API bases stay on ``http`` (the deployer set those).
+        guarded_http = GuardedClient(
+            OutboundAllow.parse(settings.outbound_allow),
+            timeout=settings.channel_timeout_s,
+            headers={"User-Agent": f"frontdesk/{__version__}"},
+            limits=httpx2.Limits(max_connections=50, max_keepalive_connections=10, keepalive_expiry=2.0),
+            ssl_context=tls,
+        )
         notifier = Dispatcher(
             db,
             clock,
             build_routes(
                 http=http,
+                guarded_http=guarded_http,
                 secrets=vault,
                 clock=clock,
                 smtp_url=settings.smtp_url,
@@ -148,6 +162,14 @@ class Runtime:
             http,
             media,
             public_base_url(settings),
+            guarded_http,
+            WebchatLimits(
+                WebchatRates(
+                    per_session=settings.webchat_messages_per_minute_session,
+                    per_ip=settings.webchat_messages_per_minute_ip,
+                    per_account=settings.webchat_messages_per_minute_account,
+                )
+            ),
         )
         deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
         loader = ContextLoader(db)
@@ -282,6 +304,7 @@ class Runtime:
         for source in self.mcp_sources:
             await source.close()
         await self.channel_deps.http.aclose()
+        await self.channel_deps.guarded_http.aclose()
         await self.db.dispose()
 
 

@@ -124,6 +124,11 @@ class Settings(BaseSettings):
 
     # -- web chat
     webchat_max_text_chars: int = Field(default=4000, ge=1)
+    # Messages a minute (and the burst allowed at once) per session, client address and account;
+    # past one: 429 with Retry-After. Counted per instance (ingestion/channels/webchat/limits.py).
+    webchat_messages_per_minute_session: int = Field(default=12, ge=1)
+    webchat_messages_per_minute_ip: int = Field(default=60, ge=1)
+    webchat_messages_per_minute_account: int = Field(default=600, ge=1)
 
     # -- credential vault (platform/vault.py; docs/operations.md "Key management")
     # The master key: 32 bytes, base64 (several, comma-separated, newest first, while rotating).

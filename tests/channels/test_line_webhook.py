@@ -68,7 +68,9 @@ def line(db, tmp_path, chat=HELLO, transcription=None, **settings):
         secrets={"channel_secret": SECRET, "channel_access_token": TOKEN},
         chat=chat,
         transcription=transcription,
-        **settings,
+        # The double serves external images on loopback: allowed, as a deployer allows a host of its
+        # own network; tests/hostile/test_outbound_guard.py shows the refusals.
+        **{"outbound_allow": ["127.0.0.1"], **settings},
     )
 
 

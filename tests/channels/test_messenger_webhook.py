@@ -91,7 +91,9 @@ def meta(db, tmp_path, channel: str = "messenger", chat=HELLO, **settings):
         config=config,
         secrets=SECRETS,
         chat=chat,
-        **settings,
+        # The double serves the attachments on loopback: allowed, as a deployer allows a host of its
+        # own network; tests/hostile/test_outbound_guard.py shows the refusals.
+        **{"outbound_allow": ["127.0.0.1"], **settings},
     )
 
 

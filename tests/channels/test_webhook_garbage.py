@@ -204,6 +204,18 @@ def test_garbage_never_gets_a_server_error(server: str, hook: Webhook) -> None:
 
 
 @pytest.mark.parametrize("hook", WEBHOOKS, ids=lambda h: h.channel)
+def test_signed_json_that_is_not_an_object_is_a_400_like_a_body_that_is_not_json(server: str, hook: Webhook) -> None:
+    answers = []
+    with httpx2.Client(base_url=server, timeout=10) as http:
+        for body in (b"[]", b'"x"', b"1", b"null"):
+            headers = {"Content-Type": "application/json", **hook.sign(body)}
+            response = http.post(hook.path, content=body, headers=headers)
+            answers.append((response.status_code, response.json()["error"]["code"]))
+
+    assert answers == [(400, "payload_malformed")] * 4
+
+
+@pytest.mark.parametrize("hook", WEBHOOKS, ids=lambda h: h.channel)
 @pytest.mark.parametrize("depth", [2_000, 100_000])
 def test_deeply_nested_json_signed_correctly_is_a_400_not_a_crash(server: str, hook: Webhook, depth: int) -> None:
     # Under the 1 MB body limit, a body can nest 100,000 levels deep: a recursive parser would

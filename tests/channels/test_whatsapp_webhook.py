@@ -53,7 +53,9 @@ def whatsapp(db, tmp_path, chat=HELLO, transcription=None, **settings):
         secrets={"app_secret": APP_SECRET, "verify_token": VERIFY_TOKEN, "access_token": ACCESS_TOKEN},
         chat=chat,
         transcription=transcription,
-        **settings,
+        # The double answers the media lookup with a URL on itself (loopback): allowed, as a deployer
+        # allows a host of its own network; tests/hostile/test_outbound_guard.py shows the refusals.
+        **{"outbound_allow": ["127.0.0.1"], **settings},
     )
 
 

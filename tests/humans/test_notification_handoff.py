@@ -10,6 +10,7 @@ from test_handoff import ASK_FOR_A_PERSON, COURTESY, REASON, REFER, handoff_scri
 from test_notification_kit import (
     BOT_TOKEN,
     CLOCK,
+    LOOPBACK,
     WEBHOOK_SECRET,
     FakeBotApi,
     SmtpSink,
@@ -17,6 +18,7 @@ from test_notification_kit import (
     add_operator,
     attempts,
     bot_api,
+    guarded,
     receiving,
     smtp_sink,
     the_dispatch_job,
@@ -36,6 +38,7 @@ from frontdesk.humans.notifications import (
 from frontdesk.humans.notifications.telegram import BOT_TOKEN_SECRET
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION
 from frontdesk.platform.jobs import ClaimedJob
+from frontdesk.platform.outbound import GuardedClient
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ClaimRejection, Job, Notification
 from frontdesk.platform.workers import JobRunner
@@ -67,10 +70,13 @@ async def converse_with_notifications(db: Database, script: dict[str, Any], noti
     return conversation_id
 
 
-def dispatcher(db: Database, http: httpx2.AsyncClient, tenant_id: str, *, smtp_port: int, bot: str) -> Dispatcher:
+def dispatcher(
+    db: Database, http: httpx2.AsyncClient, hooks: GuardedClient, tenant_id: str, *, smtp_port: int, bot: str
+) -> Dispatcher:
     secrets = MappingSecrets({(tenant_id, BOT_TOKEN_SECRET): BOT_TOKEN, (tenant_id, "crm_secret"): WEBHOOK_SECRET})
     routes = build_routes(
         http=http,
+        guarded_http=hooks,
         secrets=secrets,
         clock=CLOCK,
         smtp_url=f"smtp://127.0.0.1:{smtp_port}",
@@ -92,14 +98,20 @@ async def test_one_hand_off_tells_each_subscriber_once_per_route_despite_a_retri
     await add_operator(db, tenant_id, "Cy")  # not subscribed: kind-level subscriptions win
     smtp, api, receiver = SmtpSink(), FakeBotApi(), WebhookReceiver()
 
-    async with smtp_sink(smtp), bot_api(api), receiving(receiver), httpx2.AsyncClient() as http:
+    async with smtp_sink(smtp), bot_api(api), receiving(receiver), httpx2.AsyncClient() as http, guarded() as hooks:
         async with db.transaction() as session:
             crm = await add_webhook(
-                session, tenant_id=tenant_id, name="CRM", url=receiver.url, secret_name="crm_secret", now=CLOCK.now()
+                session,
+                tenant_id=tenant_id,
+                name="CRM",
+                url=receiver.url,
+                secret_name="crm_secret",
+                now=CLOCK.now(),
+                allow=LOOPBACK,
             )
             for subscriber in ({"operator_id": ana}, {"operator_id": bo}, {"webhook_id": crm.id}):
                 await subscribe(session, tenant_id=tenant_id, kind="handoff", now=CLOCK.now(), **subscriber)
-        notifier = dispatcher(db, http, tenant_id, smtp_port=smtp.port, bot=api.base_url)
+        notifier = dispatcher(db, http, hooks, tenant_id, smtp_port=smtp.port, bot=api.base_url)
         conversation_id = await converse_with_notifications(
             db, script, notifier, ASK_FOR_A_PERSON, "hello? anyone there?"
         )
@@ -138,8 +150,8 @@ async def test_with_nothing_configured_every_operator_is_told_and_a_failing_rout
         return (502, bad_gateway.pop()) if bad_gateway else None
 
     smtp, api = SmtpSink(), FakeBotApi(fail_when=fail_once)
-    async with smtp_sink(smtp), bot_api(api), httpx2.AsyncClient() as http:
-        notifier = dispatcher(db, http, tenant_id, smtp_port=smtp.port, bot=api.base_url)
+    async with smtp_sink(smtp), bot_api(api), httpx2.AsyncClient() as http, guarded() as hooks:
+        notifier = dispatcher(db, http, hooks, tenant_id, smtp_port=smtp.port, bot=api.base_url)
         await converse_with_notifications(db, handoff_script(), notifier, ASK_FOR_A_PERSON)
 
     assert sorted(m["Subject"] for m in smtp.messages) == [

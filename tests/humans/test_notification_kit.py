@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from email.message import EmailMessage
 from email.policy import default as default_policy
 from typing import Any, cast
 
+import httpx2
 from sqlalchemy import select
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,12 +32,16 @@ from frontdesk.humans.notifications.dispatch import DeliveriesPending
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.ids import JobId, new_id
 from frontdesk.platform.jobs import ClaimedJob
+from frontdesk.platform.outbound import GuardedClient, OutboundAllow
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Contact, Conversation, Job
 from frontdesk.platform.store.schema_console import Operator
 from frontdesk.platform.store.schema_notifications import NotificationAttempt
 
 CLOCK = SystemClock()
+# The loopback doubles are "private" to the outbound guard: these tests allow them, as a deployer
+# allows a receiver on its own network (outbound_allow).
+LOOPBACK = OutboundAllow.parse(["127.0.0.1"])
 BOT_TOKEN = "987654321:AAH-notify-token_for-tests"
 WEBHOOK_SECRET = "whsec-test-0123456789"
 
@@ -264,6 +271,16 @@ class WebhookReceiver:
             return Response(status_code=self.status)
 
         return Starlette(routes=[HttpRoute("/hook", hook, methods=["POST"])])
+
+
+def guarded(allow: OutboundAllow = LOOPBACK) -> GuardedClient:
+    """The client webhooks go through, allowing the loopback doubles."""
+    return GuardedClient(allow, timeout=5, ssl_context=_tls())
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    return httpx2.create_ssl_context()  # once: loading the CA bundle is a tenth of a second
 
 
 @contextlib.asynccontextmanager

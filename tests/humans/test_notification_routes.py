@@ -13,11 +13,13 @@ import httpx2
 import pytest
 from test_notification_kit import (
     BOT_TOKEN,
+    LOOPBACK,
     WEBHOOK_SECRET,
     FakeBotApi,
     SmtpSink,
     WebhookReceiver,
     bot_api,
+    guarded,
     receiving,
     smtp_sink,
 )
@@ -177,7 +179,7 @@ async def test_telegram_without_a_bot_token_or_a_linked_chat_is_skipped():
 
 
 async def test_the_webhook_body_is_signed_and_the_receiver_verifies_it():
-    async with receiving(WebhookReceiver()) as receiver, httpx2.AsyncClient() as http:
+    async with receiving(WebhookReceiver()) as receiver, guarded() as http:
         await WebhookRoute(http, SECRETS, timeout_s=5).send(delivery(receiver.url, secret_name="hook_secret"))
 
     ((headers, body),) = receiver.received
@@ -202,7 +204,7 @@ def test_the_signature_is_hmac_sha256_over_timestamp_dot_raw_body():
 
 
 async def test_a_receiver_answering_4xx_is_a_permanent_failure_and_5xx_is_retried():
-    async with httpx2.AsyncClient() as http:
+    async with guarded() as http:
         route = WebhookRoute(http, SECRETS, timeout_s=5)
         for status, permanent in ((410, True), (503, False)):
             async with receiving(WebhookReceiver(status=status)) as receiver:
@@ -212,16 +214,18 @@ async def test_a_receiver_answering_4xx_is_a_permanent_failure_and_5xx_is_retrie
 
 
 async def test_a_webhook_without_its_signing_secret_is_skipped_not_sent_unsigned():
-    async with receiving(WebhookReceiver()) as receiver, httpx2.AsyncClient() as http:
+    async with receiving(WebhookReceiver()) as receiver, guarded() as http:
         with pytest.raises(RouteUnavailable, match="no signing secret"):
             await WebhookRoute(http, SECRETS, timeout_s=5).send(delivery(receiver.url, secret_name="missing"))
 
     assert receiver.received == []
 
 
-@pytest.mark.parametrize("url", ["http://crm.example.com/hook", "ftp://crm.example.com/", "not a url"])
-def test_webhook_urls_must_be_https_except_to_loopback(url):
+@pytest.mark.parametrize(
+    "url", ["http://crm.example.com/hook", "ftp://crm.example.com/", "not a url", "http://127.0.0.1:9000/hook"]
+)
+def test_webhook_urls_must_be_https_except_to_an_allowed_host(url):
     check_webhook_url("https://crm.example.com/hook")
-    check_webhook_url("http://127.0.0.1:9000/hook")
+    check_webhook_url("http://127.0.0.1:9000/hook", LOOPBACK)
     with pytest.raises(PayloadError):
         check_webhook_url(url)

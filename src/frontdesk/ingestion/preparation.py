@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import httpx2
+
 from frontdesk.errors import ChannelAPIError, ModelAPIError
 from frontdesk.ingestion.accounts import AccountDirectory, AccountView
 from frontdesk.ingestion.events import MediaRef
@@ -22,8 +24,9 @@ from frontdesk.ingestion.ingest import PREPARE_MEDIA, Ingestor
 from frontdesk.ingestion.modality import placeholder
 from frontdesk.ingestion.transcription import Transcriber, TranscriptVerdict, transcript_content
 from frontdesk.platform.ids import TenantId
-from frontdesk.platform.jobs import ClaimedJob
+from frontdesk.platform.jobs import ClaimedJob, RetryLater
 from frontdesk.platform.media import MediaStore
+from frontdesk.platform.outbound import OutboundRefused
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message
 
@@ -72,17 +75,26 @@ class MediaPreparer:
         meta: dict[str, Any] = dict(message.meta or {})
         media = MediaRef.model_validate(meta.get("media") or {})
         caption = str(meta.get("caption") or "")
-        final_attempt = job.attempts >= MAX_ATTEMPTS
+        attempts = min(MAX_ATTEMPTS, job.max_attempts)  # a queue allowing fewer must not leave it pending
+        final_attempt = job.attempts >= attempts
         try:
             content, updates = await self._prepare(message, media, caption)
-        except (ChannelAPIError, ModelAPIError) as exc:
-            if not final_attempt:
-                raise  # the job retries with backoff
-            log.warning("giving up on media of message %s: %s", message_id, exc)
+        except (ChannelAPIError, ModelAPIError, OutboundRefused, httpx2.TransportError) as exc:
+            # Expected (a platform's URL timing out, a CDN's 404): one line per attempt, no
+            # traceback. The error's text only: ours never carries a token (``_http._redact``).
+            error = _short(exc)
+            what = f"media of message {message_id} (conversation {message.conversation_id})"
+            # A refused address is refused again on every attempt: given up at once.
+            if not final_attempt and not isinstance(exc, OutboundRefused):
+                raise RetryLater(f"{what}: {error}", max_attempts=attempts) from exc  # retried with backoff
+            log.error(
+                "job %s (%s) gave up (attempt %d of %d): %s: %s; stored as a placeholder",
+                job.id, job.kind, job.attempts, attempts, what, error,
+            )  # fmt: skip
             content = " ".join(
                 p for p in (placeholder(_content_type(message), note="could not be loaded"), caption) if p
             )
-            updates = {"media_error": str(exc)[:300]}
+            updates = {"media_error": error[:300]}
         await self._ingestor.mark_ready(message_id, content, meta_updates=updates)
 
     async def _prepare(self, message: Message, media: MediaRef, caption: str) -> tuple[str, dict[str, Any]]:
@@ -98,6 +110,11 @@ class MediaPreparer:
         )
         updates["transcript"] = verdict.model_dump()
         return transcript_content(verdict, caption), updates
+
+
+def _short(exc: Exception) -> str:
+    # A transport error's own text may quote the URL, and Telegram's file URLs hold the bot token.
+    return type(exc).__name__ if isinstance(exc, httpx2.TransportError) else str(exc)
 
 
 def _content_type(message: Message) -> Any:

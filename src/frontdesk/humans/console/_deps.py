@@ -48,6 +48,7 @@ class ConsoleConfig:
     login_max_attempts: int
     login_window_s: float
     login_max_attempts_per_ip: int = 30
+    outbound_allow: tuple[str, ...] = ()  # the setting: webhook URLs an owner may point at private hosts
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConsoleConfig:
@@ -63,6 +64,7 @@ class ConsoleConfig:
             login_max_attempts=int(settings.console_login_max_attempts),
             login_window_s=float(settings.console_login_window_s),
             login_max_attempts_per_ip=int(settings.console_login_max_attempts_per_ip),
+            outbound_allow=tuple(settings.outbound_allow),
         )
 
 

@@ -27,6 +27,7 @@ from frontdesk.humans.console._render import audit, page, parse_form
 from frontdesk.humans.console.auth import Principal
 from frontdesk.humans.notifications.events import KINDS, Kind, RouteName
 from frontdesk.humans.notifications.subscriptions import add_webhook, subscribe
+from frontdesk.platform.outbound import OutboundAllow
 from frontdesk.platform.store.schema_console import Operator
 from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook
 
@@ -141,7 +142,14 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             )
         secret = token_source.token_urlsafe(32)
         async with deps.db.transaction() as session:
-            row = await add_webhook(session, tenant_id=me.tenant_id, name=form.name, url=form.url, now=deps.clock.now())
+            row = await add_webhook(
+                session,
+                tenant_id=me.tenant_id,
+                name=form.name,
+                url=form.url,
+                now=deps.clock.now(),
+                allow=OutboundAllow.parse(deps.config.outbound_allow),
+            )
             await vault.stage(session, me.tenant_id, row.secret_name, secret)
             audit(
                 session,

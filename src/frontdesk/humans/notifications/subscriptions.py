@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import PayloadError
 from frontdesk.humans.notifications.events import Kind, RouteName
-from frontdesk.humans.notifications.webhook import check_webhook_url
+from frontdesk.humans.notifications.webhook import NOTHING_ALLOWED, check_webhook_url
 from frontdesk.platform.ids import new_id
+from frontdesk.platform.outbound import OutboundAllow
 from frontdesk.platform.store.schema_notifications import (
     NotificationAssignment,
     NotificationSubscription,
@@ -79,10 +80,12 @@ async def add_webhook(
     url: str,
     now: datetime,
     secret_name: str | None = None,
+    allow: OutboundAllow = NOTHING_ALLOWED,
 ) -> NotificationWebhook:
     """An outgoing webhook. Store its signing secret in the vault under ``secret_name`` (default
-    ``notify/webhook/<id>``); the row only names it."""
-    check_webhook_url(url)
+    ``notify/webhook/<id>``); the row only names it. ``allow`` is the ``outbound_allow`` setting:
+    without it, no URL to a literal loopback, private or link-local address is taken."""
+    check_webhook_url(url, allow)
     webhook_id = new_id("whk")
     row = NotificationWebhook(
         id=webhook_id,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 
 import httpx2
@@ -17,9 +16,11 @@ import httpx2
 from frontdesk.errors import PayloadError
 from frontdesk.humans.notifications.routes import Delivery, DeliveryError, RouteUnavailable, SecretSource
 from frontdesk.platform.clock import Clock, SystemClock
+from frontdesk.platform.outbound import GuardedClient, OutboundAllow, OutboundRefused, literal_address, refusal
 
 SIGNATURE_HEADER = "Frontdesk-Signature"
 TOLERANCE_S = 300
+NOTHING_ALLOWED = OutboundAllow()
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -42,31 +43,43 @@ def verify(secret: str, header: str, body: bytes, *, now: float, tolerance_s: fl
     return hmac.compare_digest(expected, fields.get("v1", ""))
 
 
-def check_webhook_url(url: str) -> None:
-    """https only, except plain http to loopback (a receiver on the same machine, a test)."""
+def check_webhook_url(url: str, allow: OutboundAllow = NOTHING_ALLOWED) -> None:
+    """https only, and never a literal loopback, private, link-local... address (nor ``localhost``)
+    unless ``allow`` (the ``outbound_allow`` setting) names it; plain http only to an allowed host.
+    A name's addresses are checked again at every send, by the guarded client (``platform/outbound``)."""
     try:
         parsed = httpx2.URL(url)
     except Exception as exc:  # httpx raises a few types for a malformed URL
         raise PayloadError("not a webhook URL") from exc
-    if parsed.scheme == "https" and parsed.host:
+    host = parsed.host
+    if parsed.scheme not in ("https", "http") or not host:
+        raise PayloadError("a webhook URL must be https://")
+    allowed = allow.allows_host(host)
+    if parsed.scheme == "http" and not allowed:
+        raise PayloadError("a webhook URL must be https:// (plain http only to a host in outbound_allow)")
+    if allowed:
         return
-    if parsed.scheme == "http" and _loopback(parsed.host):
-        return
-    raise PayloadError("a webhook URL must be https:// (plain http only to localhost)")
+    reason = _refusal(host)
+    if reason is not None:
+        raise PayloadError(f"a webhook URL may not point at {host}: {reason}, not in outbound_allow")
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _refusal(host: str) -> str | None:
+    """What the URL's host alone shows (no DNS at save time): a literal address that is not
+    public, or a name that always means this machine."""
+    address = literal_address(host)
+    if address is not None:
+        return refusal(address)
+    name = host.lower().rstrip(".")
+    return "a name for this machine" if name == "localhost" or name.endswith(".localhost") else None
 
 
 class WebhookRoute:
+    """POSTs each delivery through ``http``, the guarded client: its allow-list is the one the URL
+    is checked against, and every connection it opens is checked again (``platform/outbound``)."""
+
     def __init__(
-        self, http: httpx2.AsyncClient, secrets: SecretSource, *, timeout_s: float, clock: Clock | None = None
+        self, http: GuardedClient, secrets: SecretSource, *, timeout_s: float, clock: Clock | None = None
     ) -> None:
         self._http = http
         self._secrets = secrets
@@ -75,7 +88,7 @@ class WebhookRoute:
 
     async def send(self, delivery: Delivery) -> None:
         try:
-            check_webhook_url(delivery.address)
+            check_webhook_url(delivery.address, self._http.allow)
         except PayloadError as exc:
             raise DeliveryError(exc.message, permanent=True) from None
         secret = await self._secrets.get(delivery.tenant_id, delivery.secret_name or "")
@@ -94,6 +107,8 @@ class WebhookRoute:
             response = await self._http.post(
                 delivery.address, content=body, headers=headers, timeout=self._timeout_s, follow_redirects=False
             )
+        except OutboundRefused as exc:
+            raise DeliveryError(f"webhook: {exc.message}", permanent=True) from None
         except httpx2.HTTPError as exc:
             raise DeliveryError(f"webhook: {type(exc).__name__}") from None
         if response.is_success:

@@ -122,7 +122,10 @@ async def download(
 
     Redirects are followed by hand (at most 3): every hop must be https (or stay on the first
     URL's origin, e.g. a local test double) and pass ``allow``; credentials never follow a hop to
-    another origin. A signed webhook can still carry any URL, so nothing here trusts the target."""
+    another origin. A signed webhook can still carry any URL, so nothing here trusts the target:
+    a URL that came from a payload or a platform's answer is fetched with the guarded client
+    (``ChannelDeps.guarded_http``), which checks every hop's address as it connects and raises
+    ``OutboundRefused`` (not retried: the address will not change its nature)."""
     current, sent_headers = url, dict(headers or {})
     for _ in range(MAX_REDIRECTS + 1):
         try:

@@ -192,11 +192,12 @@ class LineMediaFetcher:
 
     async def _external(self, account: AccountView, media: MediaRef) -> FetchedMedia:
         # Never send our token to somebody else's server. Plain http only for the configured bases
-        # (a test double, a local proxy): the URL came in a signed body, but it names a third party.
+        # (a test double, a local proxy): the URL came in a signed body, but it names a third party,
+        # so it is fetched through the outbound guard (no loopback, private or link-local host).
         trusted = (f"{api_base(account)}/", f"{data_api_base(account)}/")
         if not (media.ref.startswith("https://") or media.ref.startswith(trusted)):
             raise ChannelAPIError("external LINE content must be an https URL")
-        data, mime = await download(self._deps.http, media.ref)
+        data, mime = await download(self._deps.guarded_http, media.ref)
         return FetchedMedia(data, _mime(mime, media))
 
     async def _wait_for_transcoding(self, content_url: str, auth: Mapping[str, str]) -> None:

@@ -109,9 +109,10 @@ class MessengerMediaFetcher:
         url = fetchable_url(media.ref, account.config)
         if url is None:
             raise ChannelAPIError("refused: the media URL is not an https URL of Meta's CDN")
-        # A redirect must land on a URL that passes the same rule.
+        # A redirect must land on a URL that passes the same rule; every hop's address passes the
+        # outbound guard too (the URL came in a payload).
         data, mime = await download(
-            self._deps.http, url, allow=lambda target: fetchable_url(target, account.config) is not None
+            self._deps.guarded_http, url, allow=lambda target: fetchable_url(target, account.config) is not None
         )
         if mime in ("", "application/octet-stream"):
             mime = media.mime_type or DEFAULT_MIME.get(media.kind, mime)

@@ -25,7 +25,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import Message, Receive, Scope, Send
 
 from frontdesk.errors import ConflictError, PayloadError
-from frontdesk.http_errors import UNAVAILABLE, error_responses
+from frontdesk.http_errors import UNAVAILABLE, error_body, error_responses
 from frontdesk.ingestion.channels._deps import ChannelDeps
 from frontdesk.ingestion.channels._webhook import read_capped
 from frontdesk.ingestion.channels.webchat.origins import check_origin, preflight_headers
@@ -35,21 +35,23 @@ from frontdesk.platform.store.schema import ChannelAccount
 
 CHANNEL = "webchat"
 TOKEN_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+# A session id is the only key to its transcript (names, phone numbers): long enough that
+# nobody finds one by guessing. The widget makes 22 characters of 128 random bits.
+SESSION_PATTERN = r"^[A-Za-z0-9._:-]{16,128}$"
+SESSION_RULE = "16 to 128 characters of A-Z a-z 0-9 . _ : - (make it at random: it is the only key to the transcript)"
 # Streams wake on signals (a publish, or the per-process store watcher, platform/signals.py); a
 # stream re-reads on its own only this often, as a safety net. Measured: at 15 s, 2,000 idle
 # streams re-read 133 transcripts a second, which alone kept one SQLite process busy.
 STREAM_SAFETY_POLL_S = 60.0
 STREAM_KEEPALIVE_S = 15.0
 
-Session = Annotated[str, Query(pattern=TOKEN_PATTERN, description="the widget's session id")]
+Session = Annotated[str, Query(pattern=SESSION_PATTERN, description=f"the widget's session id: {SESSION_RULE}")]
 AccountId = Annotated[str, Path(pattern=TOKEN_PATTERN, max_length=40, description="a web chat channel account")]
 LAST_EVENT_ID = re.compile(r"([0-9]{1,18}):([0-9]{1,9})")
 ACCOUNT_ID = re.compile(r"[A-Za-z0-9._:-]{1,40}")  # AccountId, for the preflight (a plain route)
 ACCOUNT_NOT_FOUND = "no web chat account has this id"
 ORIGIN_REFUSED = "an Origin header naming a web site this account does not allow (its allowed_origins)"
-READ_ERRORS = error_responses(
-    {404: ACCOUNT_NOT_FOUND, 422: "an account id or session the pattern refuses", **UNAVAILABLE}
-)
+READ_ERRORS = error_responses({404: ACCOUNT_NOT_FOUND, 422: "an account id the pattern refuses", **UNAVAILABLE})
 API_READ_ERRORS = error_responses(
     {403: ORIGIN_REFUSED, 404: ACCOUNT_NOT_FOUND, 422: "an account id or session the pattern refuses", **UNAVAILABLE}
 )
@@ -71,9 +73,16 @@ class WebchatInbound(BaseModel):
     """``POST /v1/webchat/{channel_account_id}/messages`` body."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    session: str = Field(pattern=TOKEN_PATTERN)
+    session: str = Field(json_schema_extra={"pattern": SESSION_PATTERN})
     id: str = Field(pattern=TOKEN_PATTERN)
     text: str = Field(min_length=1, json_schema_extra={"pattern": TEXT_PATTERN})
+
+    @field_validator("session")
+    @classmethod
+    def _unguessable(cls, value: str) -> str:
+        if not re.fullmatch(SESSION_PATTERN, value):
+            raise ValueError(f"a session id is {SESSION_RULE}")
+        return value
 
     @field_validator("text")
     @classmethod
@@ -206,7 +215,10 @@ def _api_router(deps: ChannelDeps) -> APIRouter:
                     404: ACCOUNT_NOT_FOUND,
                     409: "this id was already used for a different text in this session",
                     413: "the body is larger than a valid message can be",
-                    422: "a missing, blank, over-long or mistyped field, or an account id the path refuses",
+                    422: "a missing, blank, over-long or mistyped field, a session id shorter than 16 "
+                    "characters, or an account id the path refuses",
+                    429: "too many messages from this session, client address or account: "
+                    "`Retry-After` says when to send again; nothing is stored",
                     **UNAVAILABLE,
                 }
             ),
@@ -224,6 +236,14 @@ def _api_router(deps: ChannelDeps) -> APIRouter:
         # Without an Origin, as before: the body is read first, then ingest checks the account.
         raw = await read_capped(request, body_limit(deps.max_text_chars))
         body = parse_inbound(raw, deps.max_text_chars)
+        client = request.client.host if request.client else "unknown"
+        wait_s = deps.webchat_limits.admit(channel_account_id, body.session, client, now=deps.clock.monotonic())
+        if wait_s:  # before anything is stored or any model is asked
+            return JSONResponse(
+                error_body("rate_limited", f"too many messages; send again in {wait_s} s"),
+                status_code=429,
+                headers={"Retry-After": str(wait_s)},
+            )
         result = await deps.ingestor.ingest(
             InboundMessage(
                 channel_account_id=channel_account_id,

@@ -13,7 +13,8 @@
   var script = document.currentScript;
   var SERVER = {/*SERVER*/};
   var MAX = SERVER.maxTextChars || 4000;
-  var TOKEN = /^[A-Za-z0-9._:-]{1,128}$/; // the API's pattern for sessions and ids
+  var TOKEN = /^[A-Za-z0-9._:-]{1,128}$/; // the API's pattern for account and message ids
+  var SESSION = /^[A-Za-z0-9._:-]{16,128}$/; // and for session ids: long enough not to be guessed
   var ACCOUNT = script && script.getAttribute("data-account");
   if (!ACCOUNT || !TOKEN.test(ACCOUNT)) {
     console.error('frontdesk chat: the <script> tag needs data-account="<web chat account id>"');
@@ -36,7 +37,7 @@
   function sessionId() {
     var key = "frontdesk.session." + ACCOUNT, id = null;
     try { id = localStorage.getItem(key); } catch (e) { /* blocked: a new id, below */ }
-    if (id && TOKEN.test(id)) return id;
+    if (id && SESSION.test(id)) return id;
     id = randomToken(16);
     try { localStorage.setItem(key, id); } catch (e) { /* blocked: it lasts as long as the page */ }
     return id;

@@ -128,7 +128,8 @@ class WhatsAppMediaFetcher:
         url = info.get("url") if isinstance(info, dict) else None
         if not isinstance(url, str) or not _may_follow(account, url):
             raise ChannelAPIError("the media lookup returned no https download URL")
-        data, served = await download(self._deps.http, url, headers=headers)
+        # The URL is the Graph API's answer, not one we built: fetched through the outbound guard.
+        data, served = await download(self._deps.guarded_http, url, headers=headers)
         # The lookup names the type Meta stored; the download's Content-Type is not always useful.
         reported = info.get("mime_type") if isinstance(info, dict) else None
         mime = _bare(reported) or _bare(media.mime_type) or _bare(served) or "application/octet-stream"
