@@ -77,6 +77,7 @@ from frontdesk.platform.store.schema import Contact, Conversation, Job, Message,
 LOOPBACK = "127.0.0.1"
 HEALTH_TIMEOUT_S = 120.0  # several servers importing at once on a small machine
 SETTLE_S = 0.5
+UNLIMITED = 10**9  # messages a minute: a rate limit the bench never reaches
 
 
 @dataclass
@@ -168,6 +169,11 @@ def server_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
         FRONTDESK_QUIET_WINDOW_S=str(args.quiet_window),
         FRONTDESK_MEDIA_DIR=str(tmp / "media"),
         FRONTDESK_CONFIG=str(tmp / "no-config.toml"),  # ignore a frontdesk.toml in the cwd
+        # Every message comes from 127.0.0.1, and each is sent twice (the redelivery check): the
+        # web chat's rate limits (60 a minute per address by default) would refuse most of a burst.
+        FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_SESSION=str(UNLIMITED),
+        FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_IP=str(UNLIMITED),
+        FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_ACCOUNT=str(UNLIMITED),
     )
     if args.workers is not None:
         env["FRONTDESK_WORKERS"] = str(args.workers)
@@ -477,7 +483,7 @@ async def burst_session(
 async def warm_up(client: httpx2.AsyncClient, bases: list[str], account: str, engine: AsyncEngine, run: str) -> None:
     """One message per instance, answered before the burst: a fresh process's first request opens
     its database connections and compiles its queries, which would otherwise land in the burst."""
-    sessions = [f"warmup-{run}-{n}" for n in range(len(bases))]
+    sessions = [f"warm-up-session-{run}-{n}" for n in range(len(bases))]
     for base, session in zip(bases, sessions, strict=True):
         await post(client, base, account, {"session": session, "id": "w", "text": "warm-up"})
     conversations = list((await conversation_ids(engine, account, sessions)).values())
@@ -487,7 +493,7 @@ async def warm_up(client: httpx2.AsyncClient, bases: list[str], account: str, en
 async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
     account = args.account
     run = secrets.token_hex(3)
-    results = [SessionResult(f"burst-{run}-{i}") for i in range(args.sessions)]
+    results = [SessionResult(f"burst-session-{run}-{i:04d}") for i in range(args.sessions)]
     total_messages = args.sessions * args.messages
     # Idle keep-alive connections are dropped well before uvicorn's 5 s keep-alive timeout closes
     # them server-side (reusing one the server is closing fails with ReadError on the client).
@@ -507,7 +513,7 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
             ) as streams,
         ):
             account_check = await client.get(
-                f"{bases[0]}/v1/webchat/{account}/messages", params={"session": "bench-probe"}
+                f"{bases[0]}/v1/webchat/{account}/messages", params={"session": "bench-account-probe"}
             )
             if account_check.status_code != 200:
                 raise SystemExit(

@@ -305,7 +305,7 @@ async def warm_up(client: httpx2.AsyncClient, servers: list[Server], timeout_s: 
     first request opens its connections and compiles its queries (a load balancer, too, only sends
     traffic to an instance once it is ready)."""
     for i, server in enumerate(servers):
-        session = f"warmup-{i}-{len(server.pids)}"
+        session = f"warm-up-session-{i}-{len(server.pids)}"  # 16+ characters, as the API asks
         url = f"{server.base}/v1/webchat/{DEMO_WEBCHAT}/messages"
         response = await client.post(url, json={"session": session, "id": "w", "text": "warm-up"})
         if response.status_code != 202:

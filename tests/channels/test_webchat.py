@@ -25,6 +25,7 @@ TWO_BLOCKS = {
     "default": [{"reply": {"blocks": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}}],
 }
 FIXTURES = resources.files("frontdesk.ingestion.channels.webchat").joinpath("fixtures")
+SESSION = "session-alpha-0001"  # a session id is 16 to 128 characters
 
 
 def fixture(name: str) -> bytes:
@@ -108,7 +109,7 @@ async def test_same_id_in_another_session_is_another_message(db):
     body = fixture_json("message__text.json")
     async with api(db) as (_, client, accounts):
         first = await post(client, accounts.webchat_id, body)
-        other = await post(client, accounts.webchat_id, {**body, "session": "someone-else"})
+        other = await post(client, accounts.webchat_id, {**body, "session": "someone-else-0002"})
 
     assert (first.status_code, other.status_code) == (202, 202)
     assert other.json()["message_id"] != first.json()["message_id"]
@@ -135,6 +136,13 @@ async def test_malformed_json_is_rejected_as_400(db):
     assert response.json()["error"]["code"] == "payload_malformed"
 
 
+async def test_json_that_is_not_an_object_is_rejected_as_400_like_malformed_json(db):
+    async with api(db) as (_, client, accounts):
+        answers = [await post(client, accounts.webchat_id, body) for body in (b"[]", b'"hello"', b"1", b"null")]
+
+    assert [(r.status_code, r.json()["error"]["code"]) for r in answers] == [(400, "payload_malformed")] * 4
+
+
 @pytest.mark.parametrize(
     ("name", "field"),
     [
@@ -159,8 +167,8 @@ async def test_invalid_message_is_rejected_as_422_naming_the_field(db, name, fie
 
 async def test_text_over_the_limit_is_rejected_naming_the_limit(db):
     async with api(db, webchat_max_text_chars=10) as (_, client, accounts):
-        at_limit = await post(client, accounts.webchat_id, {"session": "s", "id": "a", "text": "ắ" * 9 + "🎉"})
-        over = await post(client, accounts.webchat_id, {"session": "s", "id": "b", "text": "x" * 11})
+        at_limit = await post(client, accounts.webchat_id, {"session": SESSION, "id": "a", "text": "ắ" * 9 + "🎉"})
+        over = await post(client, accounts.webchat_id, {"session": SESSION, "id": "b", "text": "x" * 11})
 
     assert at_limit.status_code == 202  # the limit counts characters, not bytes
     assert over.status_code == 422
@@ -178,18 +186,32 @@ async def test_longest_allowed_session_and_id_are_accepted_and_deduplicated(db):
     assert again.json()["message_id"] == first.json()["message_id"]
 
 
+async def test_shortest_allowed_session_and_id_are_accepted_and_one_character_less_is_refused(db):
+    body = {"session": "s" * 16, "id": "i", "text": "hi"}  # documented minimum: 16 and 1
+    async with api(db) as (_, client, accounts):
+        shortest = await post(client, accounts.webchat_id, body)
+        too_short = await post(client, accounts.webchat_id, {**body, "session": "s" * 15})
+
+    assert (shortest.status_code, too_short.status_code) == (202, 422)
+    assert too_short.json()["error"]["code"] == "payload_invalid"
+    assert "session" in too_short.json()["error"]["message"]
+    assert "16 to 128 characters" in too_short.json()["error"]["message"]
+
+
 async def test_text_with_a_nul_character_is_rejected_not_a_server_error(db):
     async with api(db) as (_, client, accounts):
-        response = await post(client, accounts.webchat_id, {"session": "s", "id": "n", "text": "a\u0000b"})
+        response = await post(client, accounts.webchat_id, {"session": SESSION, "id": "n", "text": "a\u0000b"})
 
     assert response.status_code == 422  # PostgreSQL cannot store U+0000
     assert "text" in response.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("query", [{}, {"session": "bad session!"}])
-async def test_transcript_without_a_valid_session_is_422(db, query):
+@pytest.mark.parametrize("query", [{}, {"session": "bad session!"}, {"session": "s" * 15}])
+@pytest.mark.parametrize("route", ["messages", "stream"])
+async def test_transcript_or_stream_without_a_valid_session_is_422(db, query, route):
     async with api(db) as (_, client, accounts):
-        response = await client.get(f"/v1/webchat/{accounts.webchat_id}/messages", params=query)
+        # bounded: a stream the route let in would never end in-process
+        response = await asyncio.wait_for(client.get(f"/v1/webchat/{accounts.webchat_id}/{route}", params=query), 10)
 
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "payload_invalid"
@@ -198,8 +220,8 @@ async def test_transcript_without_a_valid_session_is_422(db, query):
 
 ROUTES = [
     ("POST", "/v1/webchat/{id}/messages"),
-    ("GET", "/v1/webchat/{id}/messages?session=s1"),
-    ("GET", "/v1/webchat/{id}/stream?session=s1"),
+    ("GET", "/v1/webchat/{id}/messages?session=session-alpha-0001"),
+    ("GET", "/v1/webchat/{id}/stream?session=session-alpha-0001"),
     ("GET", "/webchat/{id}"),
 ]
 
@@ -274,9 +296,10 @@ json_values = st.recursive(
     max_leaves=10,
 )
 tokens = st.from_regex(r"[A-Za-z0-9._:-]{1,128}", fullmatch=True) | st.text(max_size=140)
+sessions = st.from_regex(r"[A-Za-z0-9._:-]{16,128}", fullmatch=True) | tokens
 texts = st.text(max_size=60)
 message_like = st.fixed_dictionaries(
-    {"session": tokens, "id": tokens, "text": texts | json_values},
+    {"session": sessions, "id": tokens, "text": texts | json_values},
     optional={"extra": json_values},
 )
 bodies = (
@@ -298,7 +321,8 @@ async def test_no_request_body_causes_a_server_error(shared_api, body):
     _, client, accounts = shared_api
     response = await client.post(f"/v1/webchat/{accounts.webchat_id}/messages", content=body)
 
-    assert response.status_code in (200, 202, 400, 409, 422), response.text
+    # 429: every example comes from one client address, and Hypothesis repeats its simplest session
+    assert response.status_code in (200, 202, 400, 409, 422, 429), response.text
     assert "error" in response.json() or "message_id" in response.json()
 
 
@@ -354,17 +378,19 @@ async def test_reply_blocks_stream_to_an_open_page_over_http(db):
     runtime, accounts = await make_runtime(db, TWO_BLOCKS, quiet_window_s=0)
     url = f"/v1/webchat/{accounts.webchat_id}"
     async with served(create_app(runtime)) as client:  # workers run in the app's lifespan
-        async with client.stream("GET", f"{url}/stream", params={"session": "live-1"}) as stream:
+        async with client.stream("GET", f"{url}/stream", params={"session": "live-session-0001"}) as stream:
             assert stream.status_code == 200
             assert stream.headers["content-type"].startswith("text/event-stream")
             events = sse_events(stream)
             assert (await anext(events)) == {"retry": "2000"}
             assert (await anext(events)) == {"id": "0:0"}  # a new conversation: everything is new
-            posted = await client.post(f"{url}/messages", json={"session": "live-1", "id": "m1", "text": "cards?"})
+            posted = await client.post(
+                f"{url}/messages", json={"session": "live-session-0001", "id": "m1", "text": "cards?"}
+            )
             assert posted.status_code == 202
             first, second = await next_block(events), await next_block(events)
 
-        messages = (await client.get(f"{url}/messages", params={"session": "live-1"})).json()
+        messages = (await client.get(f"{url}/messages", params={"session": "live-session-0001"})).json()
 
     reply_id = messages["messages"][1]["id"]
     assert reply_id > posted.json()["message_id"]
@@ -380,11 +406,11 @@ async def test_reconnecting_with_last_event_id_resumes_after_the_last_block_seen
     runtime, accounts = await make_runtime(db, TWO_BLOCKS, quiet_window_s=0)
     url = f"/v1/webchat/{accounts.webchat_id}"
     async with served(create_app(runtime, run_workers=False)) as client:
-        await client.post(f"{url}/messages", json={"session": "s", "id": "m1", "text": "hi"})
+        await client.post(f"{url}/messages", json={"session": SESSION, "id": "m1", "text": "hi"})
         await drain(runtime)
-        reply_id = (await client.get(f"{url}/messages", params={"session": "s"})).json()["messages"][1]["id"]
+        reply_id = (await client.get(f"{url}/messages", params={"session": SESSION})).json()["messages"][1]["id"]
         headers = {"Last-Event-ID": f"{reply_id}:0"}
-        async with client.stream("GET", f"{url}/stream", params={"session": "s"}, headers=headers) as stream:
+        async with client.stream("GET", f"{url}/stream", params={"session": SESSION}, headers=headers) as stream:
             resumed = await next_block(sse_events(stream))
 
     assert resumed["id"] == f"{reply_id}:1"
@@ -395,15 +421,15 @@ async def test_fresh_stream_on_an_existing_conversation_sends_only_new_replies(d
     runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
     async with served(create_app(runtime, run_workers=False)) as client:
         url = f"/v1/webchat/{accounts.webchat_id}"
-        await client.post(f"{url}/messages", json={"session": "s", "id": "m1", "text": "old"})
+        await client.post(f"{url}/messages", json={"session": SESSION, "id": "m1", "text": "old"})
         await drain(runtime)
-        conversation_id = await runtime.ingestor.find_conversation(accounts.webchat_id, "s")
-        async with client.stream("GET", f"{url}/stream", params={"session": "s"}) as stream:
+        conversation_id = await runtime.ingestor.find_conversation(accounts.webchat_id, SESSION)
+        async with client.stream("GET", f"{url}/stream", params={"session": SESSION}) as stream:
             events = sse_events(stream)
             await anext(events)  # retry: the stream is open
             start = await anext(events)  # the cursor it fixed at the present
             assert start["id"].startswith(f"{conversation_id and await latest_id(runtime, conversation_id)}:")
-            await client.post(f"{url}/messages", json={"session": "s", "id": "m2", "text": "new"})
+            await client.post(f"{url}/messages", json={"session": SESSION, "id": "m2", "text": "new"})
             await drain(runtime)
             block = await next_block(events)
 
@@ -420,17 +446,17 @@ async def test_stream_that_drops_before_its_first_block_resumes_from_where_it_st
     runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0)
     url = f"/v1/webchat/{accounts.webchat_id}"
     async with served(create_app(runtime, run_workers=False)) as client:
-        await client.post(f"{url}/messages", json={"session": "s", "id": "m1", "text": "old"})
+        await client.post(f"{url}/messages", json={"session": SESSION, "id": "m1", "text": "old"})
         await drain(runtime)
-        async with client.stream("GET", f"{url}/stream", params={"session": "s"}) as stream:
+        async with client.stream("GET", f"{url}/stream", params={"session": SESSION}) as stream:
             events = sse_events(stream)
             await anext(events)
             start = (await anext(events))["id"]
         # the connection dropped; meanwhile a reply was stored
-        await client.post(f"{url}/messages", json={"session": "s", "id": "m2", "text": "while away"})
+        await client.post(f"{url}/messages", json={"session": SESSION, "id": "m2", "text": "while away"})
         await drain(runtime)
         async with client.stream(
-            "GET", f"{url}/stream", params={"session": "s"}, headers={"Last-Event-ID": start}
+            "GET", f"{url}/stream", params={"session": SESSION}, headers={"Last-Event-ID": start}
         ) as stream:
             block = await next_block(sse_events(stream))
 
@@ -443,7 +469,7 @@ async def test_garbled_last_event_id_starts_a_fresh_stream(db, last_event_id):
     async with served(create_app(runtime, run_workers=False)) as client:
         url = f"/v1/webchat/{accounts.webchat_id}/stream"
         headers = {"Last-Event-ID": last_event_id.encode("utf-8")}
-        async with client.stream("GET", url, params={"session": "s"}, headers=headers) as stream:
+        async with client.stream("GET", url, params={"session": SESSION}, headers=headers) as stream:
             events = sse_events(stream)
             assert stream.status_code == 200
             assert (await anext(events)) == {"retry": "2000"}
@@ -453,9 +479,11 @@ async def test_garbled_last_event_id_starts_a_fresh_stream(db, last_event_id):
 async def test_customer_message_longer_than_a_reply_block_shows_in_the_transcript(db):
     async with api(db) as (runtime, client, accounts):
         text = "long " * 600  # 3000 characters: allowed in, longer than one reply block
-        assert (await post(client, accounts.webchat_id, {"session": "s", "id": "m1", "text": text})).status_code == 202
+        assert (
+            await post(client, accounts.webchat_id, {"session": SESSION, "id": "m1", "text": text})
+        ).status_code == 202
         await drain(runtime)
-        messages = await transcript(client, accounts.webchat_id, "s")
+        messages = await transcript(client, accounts.webchat_id, SESSION)
 
     assert messages[0]["blocks"] == [{"type": "text", "text": text.strip()}]
     assert messages[1]["receipt"]["status"] == "sent"
@@ -463,7 +491,7 @@ async def test_customer_message_longer_than_a_reply_block_shows_in_the_transcrip
 
 async def test_body_over_the_size_limit_is_413_before_it_is_read(db):
     async with api(db, webchat_max_text_chars=100) as (_runtime, client, accounts):
-        huge = json.dumps({"session": "s", "id": "m", "text": "x" * 10_000}).encode()
+        huge = json.dumps({"session": SESSION, "id": "m", "text": "x" * 10_000}).encode()
         response = await post(client, accounts.webchat_id, huge)
 
     assert response.status_code == 413
@@ -474,8 +502,8 @@ async def test_body_over_the_size_limit_is_413_before_it_is_read(db):
 async def test_malformed_account_id_in_the_path_is_422_not_a_server_error(db, account):
     async with api(db) as (_runtime, client, _accounts):
         responses = [
-            await client.post(f"/v1/webchat/{account}/messages", json={"session": "s", "id": "m", "text": "x"}),
-            await client.get(f"/v1/webchat/{account}/messages", params={"session": "s"}),
+            await client.post(f"/v1/webchat/{account}/messages", json={"session": SESSION, "id": "m", "text": "x"}),
+            await client.get(f"/v1/webchat/{account}/messages", params={"session": SESSION}),
             await client.get(f"/webchat/{account}"),
         ]
 

@@ -44,9 +44,10 @@ async def idle_streams(db: Any, count_streams: int, measure_s: float) -> tuple[l
 
     url = f"/v1/webchat/{accounts.webchat_id}/stream"
     async with served(create_app(runtime)) as client:
-        for n in range(count_streams // 2):
-            await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session=f"old-{n}"))
-        sessions = [f"old-{n}" for n in range(count_streams // 2)] + [f"new-{n}" for n in range(count_streams // 2)]
+        existing = [f"old-customer-{n:04d}" for n in range(count_streams // 2)]
+        for session in existing:
+            await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session=session))
+        sessions = existing + [f"new-visitor-{n:04d}" for n in range(count_streams // 2)]
         async with asyncio.TaskGroup() as streams:
             opened = [asyncio.Event() for _ in sessions]
 
@@ -97,11 +98,12 @@ async def test_a_reply_written_without_a_publish_reaches_the_stream_within_the_w
     if db.dialect == "postgresql":
         pytest.skip("on PostgreSQL every writer NOTIFYs (tests/platform/test_pg_notify.py); the watcher covers SQLite")
     runtime, accounts = await make_runtime(db, {"name": "r", "default": [reply("hi")]}, workers=0)
-    first = await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session="elsewhere"))
-    target = DeliveryTarget("webchat", accounts.webchat_id, first.conversation_id, "elsewhere", 0, {}, {})
+    session = "other-process-0001"
+    first = await runtime.ingestor.ingest(message(accounts.webchat_id, "hello", session=session))
+    target = DeliveryTarget("webchat", accounts.webchat_id, first.conversation_id, session, 0, {}, {})
     async with served(create_app(runtime)) as client:
         url = f"/v1/webchat/{accounts.webchat_id}/stream"
-        async with client.stream("GET", url, params={"session": "elsewhere"}) as response:
+        async with client.stream("GET", url, params={"session": session}) as response:
             events = sse_events(response)
             await anext(events)
             await anext(events)
@@ -123,7 +125,7 @@ async def test_a_closed_stream_leaves_no_ticket_behind(db):
     url = f"/v1/webchat/{accounts.webchat_id}/stream"
     async with served(create_app(runtime)) as client:
         for n in range(20):
-            async with client.stream("GET", url, params={"session": f"silent-{n}"}) as response:
+            async with client.stream("GET", url, params={"session": f"silent-visitor-{n:04d}"}) as response:
                 events = sse_events(response)
                 await anext(events)
                 await anext(events)

@@ -35,7 +35,8 @@ SHOP = "https://www.shop.example"  # the demo account's own site, in these tests
 ELSEWHERE = "https://evil.example"
 OTHER_ACCOUNT = "other-shop-webchat"  # a second web chat account, allowing another site
 OTHER_SITE = "https://other-shop.example"
-MESSAGE = {"session": "s1", "id": "m1", "text": "Do you print posters?"}
+SESSION = "session-alpha-0001"  # 16 to 128 characters, as the API asks
+MESSAGE = {"session": SESSION, "id": "m1", "text": "Do you print posters?"}
 
 
 async def set_origins(db: Database, runtime: Runtime, account_id: str, origins: str) -> None:
@@ -72,7 +73,7 @@ async def stored_rows(db: Database) -> tuple[int, int, int]:
 
 async def stream_head(client: httpx2.AsyncClient, path: str, headers: dict[str, str]) -> httpx2.Response:
     """The status and headers of a GET of the event stream (which never ends on its own)."""
-    async with client.stream("GET", path, params={"session": "s1"}, headers=headers) as response:
+    async with client.stream("GET", path, params={"session": SESSION}, headers=headers) as response:
         if response.status_code >= 400:
             await response.aread()
         return response
@@ -89,7 +90,7 @@ async def call(client: httpx2.AsyncClient, method: str, path: str, origin: str |
         return await stream_head(client, path, headers)
     if method == "POST":
         return await client.post(path, json=MESSAGE, headers=headers)
-    return await client.get(path, params={"session": "s1"}, headers=headers)
+    return await client.get(path, params={"session": SESSION}, headers=headers)
 
 
 async def preflight(client: httpx2.AsyncClient, path: str, origin: str | None) -> httpx2.Response:

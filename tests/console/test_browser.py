@@ -58,15 +58,15 @@ async def test_operator_flow_in_a_real_browser(db):
             await shot("02-policy")
 
             # a web-chat conversation arrives, and its next message shows up live in the thread
-            url = "/v1/webchat/demo-webchat/messages"
-            posted = await customer.post(url, json={"session": "live", "id": "m1", "text": "Do you print posters?"})
+            url, visitor = "/v1/webchat/demo-webchat/messages", "live-customer-0001"  # a web chat session id
+            posted = await customer.post(url, json={"session": visitor, "id": "m1", "text": "Do you print posters?"})
             assert posted.status_code == 202
             await page.goto(f"{base}/console/conversations")
             await expect(page.locator("#rows")).to_contain_text("Do you print posters?", timeout=10_000)
             await shot("03-conversations")
             await page.click("#rows a >> nth=0")
             await expect(page.locator("#messages")).to_contain_text("echo: Do you print posters?", timeout=10_000)
-            await customer.post(url, json={"session": "live", "id": "m2", "text": "A3, twenty copies"})
+            await customer.post(url, json={"session": visitor, "id": "m2", "text": "A3, twenty copies"})
             await expect(page.locator("#messages")).to_contain_text("echo: A3, twenty copies", timeout=10_000)
             await page.locator("details.trace >> nth=0").click()
             await shot("04-thread-live-with-trace")
@@ -82,7 +82,7 @@ async def test_operator_flow_in_a_real_browser(db):
             await expect(page.locator("#ai-state")).to_have_text("AI paused: a person has this thread")
             last = page.locator("article.operator >> nth=-1")
             await expect(last.locator(".receipt-status")).to_have_text("sent")
-            await customer.post(url, json={"session": "live", "id": "m3", "text": "great, thanks"})
+            await customer.post(url, json={"session": visitor, "id": "m3", "text": "great, thanks"})
             await expect(page.locator("#messages")).to_contain_text("great, thanks", timeout=10_000)
             await shot("05-operator-reply-sent")
 

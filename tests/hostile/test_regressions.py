@@ -134,7 +134,9 @@ def test_a_media_link_with_a_non_ascii_signature_is_refused_not_a_crash(hostile:
 def test_a_valid_web_chat_message_fits_the_body_limit_however_it_is_escaped(hostile: HostileApp) -> None:
     # json.dumps escapes by default: an emoji is 12 bytes ("\ud83d\ude00"), three times the 4 the
     # limit allowed, so a valid message at the text limit was refused with 413.
-    raw = json.dumps({"session": "s", "id": "emoji", "text": "😀" * MAX_TEXT}, ensure_ascii=True).encode()
+    raw = json.dumps(
+        {"session": "session-alpha-0001", "id": "emoji", "text": "😀" * MAX_TEXT}, ensure_ascii=True
+    ).encode()
     response = hostile.exchange("POST /v1/webchat/{channel_account_id}/messages", "POST", WEBCHAT, content=raw)
 
     assert len(raw) > MAX_TEXT * 4 + 2048  # over the old limit
@@ -143,7 +145,7 @@ def test_a_valid_web_chat_message_fits_the_body_limit_however_it_is_escaped(host
 
 def test_the_web_chat_text_limit_counts_the_text_as_sent(hostile: HostileApp) -> None:
     # The OpenAPI document says maxLength; counting after trimming accepted what it called invalid.
-    padded = {"session": "s", "id": "padded", "text": "hi" + " " * MAX_TEXT}
+    padded = {"session": "session-alpha-0001", "id": "padded", "text": "hi" + " " * MAX_TEXT}
     response = hostile.exchange("POST /v1/webchat/{channel_account_id}/messages", "POST", WEBCHAT, json=padded)
 
     assert response.status_code == 422, response.text
@@ -180,7 +182,7 @@ def test_an_oversized_body_is_a_413_declared_or_streamed(
 @pytest.mark.parametrize("depth", [2_000, 100_000])
 def test_deeply_nested_json_to_the_web_chat_is_a_400_not_a_crash(hostile: HostileApp, depth: int) -> None:
     nested = "[" * depth + "]" * depth
-    inside = '{"session": "s", "id": "deep", "text": "hi", "x": ' + nested + "}"
+    inside = '{"session": "session-alpha-0001", "id": "deep", "text": "hi", "x": ' + nested + "}"
     for raw in (nested, inside):
         response = hostile.exchange(
             "POST /v1/webchat/{channel_account_id}/messages", "POST", WEBCHAT, content=raw.encode()

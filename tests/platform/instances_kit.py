@@ -250,7 +250,7 @@ async def warm_up(client: httpx2.AsyncClient, servers: list[Instance], db: Datab
     which on a busy machine can take longer than a quiet window. (A load balancer, too, only
     sends traffic to an instance once it is ready.)"""
     for i, server in enumerate(servers):
-        assert await post_message(client, server.base, f"warmup{i}", "warmup", "warm-up") == 202
+        assert await post_message(client, server.base, f"warm-up-session-{i:04d}", "warmup", "warm-up") == 202
     await wait_idle(db, timeout_s=60)
 
 

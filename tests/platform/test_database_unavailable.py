@@ -18,7 +18,7 @@ from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 from harness import FAST
 
-MESSAGE = {"session": "s-1", "id": "m-1", "text": "How much are business cards?"}
+MESSAGE = {"session": "session-alpha-0001", "id": "m-1", "text": "How much are business cards?"}
 
 
 def runtime_on(database_url: str, tmp_path: Path) -> Runtime:
@@ -69,4 +69,4 @@ async def test_a_message_refused_while_the_database_was_away_is_stored_once_it_i
 
     assert_unavailable(first)
     assert (redelivered.status_code, again.status_code) == (202, 200)
-    assert [(m.channel_message_id, m.content) for m in stored] == [("s-1:m-1", MESSAGE["text"])]
+    assert [(m.channel_message_id, m.content) for m in stored] == [("session-alpha-0001:m-1", MESSAGE["text"])]

@@ -61,7 +61,7 @@ async def test_bursts_spread_over_three_instances_get_one_run_and_one_reply_each
             async with instances(3, env, tmp_path) as servers, http_client() as http:
                 await warm_up(http, servers, db)
                 bases = [s.base for s in servers]
-                sessions = [f"s{i}" for i in range(SESSIONS)]
+                sessions = [f"burst-session-{i:04d}" for i in range(SESSIONS)]
                 sent: dict[str, list[list[str]]] = {s: [] for s in sessions}
                 for round_ in range(ROUNDS):
                     bursts = {s: [f"{s}.b{round_}.m{k}" for k in range(MESSAGES)] for s in sessions}
@@ -114,9 +114,9 @@ async def test_killing_the_lease_holder_mid_turn_loses_nothing_and_duplicates_no
             async with instances(3, env, tmp_path) as servers, http_client() as http:
                 await warm_up(http, servers, db)
                 by_pid = {s.pid: s for s in servers}
-                texts = ["k.m0", "k.m1", "k.m2"]
-                assert await send_burst(http, [s.base for s in servers], "k", texts) == [202, 202, 202]
-                conversation_id = await conversation_of(db, "k")
+                session, texts = "killed-turn-session", ["k.m0", "k.m1", "k.m2"]
+                assert await send_burst(http, [s.base for s in servers], session, texts) == [202, 202, 202]
+                conversation_id = await conversation_of(db, session)
                 assert conversation_id is not None
 
                 # A lease held by the same owner across two reads 0.4 s apart is a turn inside its

@@ -61,7 +61,9 @@ async def test_a_turn_s_spans_reach_an_otlp_collector_over_http(db):
         )
         async with serve(create_app(runtime)) as base_url, client(base_url) as http:
             url = f"/v1/webchat/{accounts.webchat_id}/messages"
-            posted = await http.post(url, json={"session": "otlp", "id": "m1", "text": "how much are flyers?"})
+            posted = await http.post(
+                url, json={"session": "otlp-session-0001", "id": "m1", "text": "how much are flyers?"}
+            )
             assert posted.status_code == 202
             await wait_idle(db)
         # The app has stopped: its shutdown flushed the batch to the collector.

@@ -160,20 +160,20 @@ async def test_a_reply_written_by_one_instance_reaches_a_stream_held_by_another_
     await observer.add_listener(CONVERSATION_CHANNEL, lambda *args: notified.append((args[3], time.monotonic())))
     await runtime_a.start()
     runtime_a.runner.start()
-    account = accounts.webchat_id
+    account, session = accounts.webchat_id, "watched-session-0001"
     try:
         async with (
             serve(create_app(runtime_b, run_workers=False)) as base,
             httpx2.AsyncClient(base_url=base, trust_env=False, timeout=httpx2.Timeout(10, read=10)) as http,
         ):
-            message = {"session": "w1", "id": "m0", "text": "hello"}
+            message = {"session": session, "id": "m0", "text": "hello"}
             assert (await http.post(f"/v1/webchat/{account}/messages", json=message)).status_code == 202
             await wait_idle(db_a)
 
             blocks: asyncio.Queue[float] = asyncio.Queue()
 
             async def stream() -> None:
-                async with http.stream("GET", f"/v1/webchat/{account}/stream", params={"session": "w1"}) as response:
+                async with http.stream("GET", f"/v1/webchat/{account}/stream", params={"session": session}) as response:
                     async for line in response.aiter_lines():
                         if line.startswith("data:") and json.loads(line[5:])["role"] == "assistant":
                             blocks.put_nowait(time.monotonic())
@@ -182,7 +182,7 @@ async def test_a_reply_written_by_one_instance_reaches_a_stream_held_by_another_
             await asyncio.sleep(0.3)  # the stream is open and waiting
             latencies = []
             for k in range(1, 4):
-                message = {"session": "w1", "id": f"m{k}", "text": f"message {k}"}
+                message = {"session": session, "id": f"m{k}", "text": f"message {k}"}
                 assert (await http.post(f"/v1/webchat/{account}/messages", json=message)).status_code == 202
                 arrived = await asyncio.wait_for(blocks.get(), 10)
                 (notify_at,) = [at for _payload, at in notified[-1:]]

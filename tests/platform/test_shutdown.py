@@ -135,8 +135,9 @@ async def _sigterm_the_lease_holder(tmp_path: Path, grace_s: float) -> tuple[int
         try:
             async with instances(2, env, tmp_path) as servers, http_client() as http:
                 by_pid = {s.pid: s for s in servers}
-                assert await send_burst(http, [servers[0].base], "t", ["t.m0"]) == [202]
-                conversation_id = await conversation_of(db, "t")
+                session = "shutdown-session-0001"
+                assert await send_burst(http, [servers[0].base], session, ["t.m0"]) == [202]
+                conversation_id = await conversation_of(db, session)
                 assert conversation_id is not None
 
                 async def turn_holder() -> str | None:

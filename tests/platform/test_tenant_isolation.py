@@ -54,6 +54,7 @@ from frontdesk.settings import Settings
 from harness import script_client, wait_idle
 
 A, B = ALPHA, BRAVO
+SESSION = re.compile(r"[A-Za-z0-9._:-]{16,128}")  # what the web chat takes as a session id
 WEBHOOK = {channel: ("POST", f"/webhooks/{channel}/{{account_id}}") for channel in WEBHOOK_CHANNELS}
 VERIFY = {channel: ("GET", f"/webhooks/{channel}/{{account_id}}") for channel in META}
 CHAT_POST = ("POST", "/v1/webchat/{channel_account_id}/messages")
@@ -151,23 +152,33 @@ def attempts(world) -> list[Attempt]:
     return [*_webchat_reads(), *_handshakes(), *_media(world), *_webhooks(world), *_webchat_writes(), *_console(world)]
 
 
+def _as_session(customer: str, expect: int) -> int:
+    """``expect``, for a customer id that can be a web chat session; else the 422 that refuses it
+    before any lookup (a session id is 16 to 128 characters: a Telegram user id or a phone number
+    is too short)."""
+    return expect if SESSION.fullmatch(customer) else 422
+
+
 def _webchat_reads() -> Iterator[Attempt]:
     for route in (CHAT_STREAM, CHAT_GET):
         path = route[1].removeprefix("/v1/webchat/{channel_account_id}")
-        if route == CHAT_STREAM:  # Last-Event-ID 0:0: a stream bound to a thread replays all of it at once
-            found: dict[str, Any] = {"stream": True, "headers": {"Last-Event-ID": "0:0"}}
-        else:
-            found = {"expect_json": {"messages": []}}
         for channel in CHANNELS:
             url = f"/v1/webchat/{A.account('webchat')}{path}?session={B.customer(channel)}"
-            yield Attempt(route, THEIR_SESSIONS, url, 200, **found)
+            yield _read(route, THEIR_SESSIONS, url, _as_session(B.customer(channel), 200))
         for channel in WEBHOOK_CHANNELS:
             url = f"/v1/webchat/{B.account(channel)}{path}?session={B.customer(channel)}"
-            yield Attempt(route, THEIR_OTHER_ACCOUNTS, url, 404)
+            yield Attempt(route, THEIR_OTHER_ACCOUNTS, url, _as_session(B.customer(channel), 404))
             url = f"/v1/webchat/{B.account('webchat')}{path}?session={B.customer(channel)}"
-            yield Attempt(route, THEIR_WEBCHAT_OTHER_IDS, url, 200, **found)
+            yield _read(route, THEIR_WEBCHAT_OTHER_IDS, url, _as_session(B.customer(channel), 200))
     for channel in WEBHOOK_CHANNELS:
         yield Attempt(CHAT_PAGE, THEIR_OTHER_ACCOUNTS, f"/webchat/{B.account(channel)}", 404)
+
+
+def _read(route: Route, kind: str, url: str, expect: int) -> Attempt:
+    """A read of the transcript or the stream; one let in must find no conversation."""
+    if route == CHAT_STREAM:  # Last-Event-ID 0:0: a stream bound to a thread replays all of it at once
+        return Attempt(route, kind, url, expect, stream=True, headers={"Last-Event-ID": "0:0"})
+    return Attempt(route, kind, url, expect, {"messages": []} if expect == 200 else None)
 
 
 def _handshakes() -> Iterator[Attempt]:
@@ -228,11 +239,13 @@ def _webchat_writes() -> Iterator[Attempt]:
     json_body = {"Content-Type": "application/json"}
     for channel in CHANNELS:
         body = json.dumps({"session": B.customer(channel), "id": B.key("webchat"), "text": "alpha visitor"}).encode()
-        url, answer = f"/v1/webchat/{A.account('webchat')}/messages", {"message_id": ANY, "duplicate": False}
-        yield Attempt(CHAT_POST, THEIR_SESSIONS, url, 202, answer, body=body, headers=json_body)
-        if channel != "webchat":
+        url, expect = f"/v1/webchat/{A.account('webchat')}/messages", _as_session(B.customer(channel), 202)
+        answer = {"message_id": ANY, "duplicate": False} if expect == 202 else None
+        yield Attempt(CHAT_POST, THEIR_SESSIONS, url, expect, answer, body=body, headers=json_body)
+        if channel != "webchat":  # the body is read before the account: a short session is refused first
             url = f"/v1/webchat/{B.account(channel)}/messages"
-            yield Attempt(CHAT_POST, THEIR_OTHER_ACCOUNTS, url, 404, body=body, headers=json_body)
+            expect = _as_session(B.customer(channel), 404)
+            yield Attempt(CHAT_POST, THEIR_OTHER_ACCOUNTS, url, expect, body=body, headers=json_body)
 
 
 def _console(world) -> Iterator[Attempt]:
