@@ -340,10 +340,13 @@ class _QuietServer(uvicorn.Server):
 
 
 @asynccontextmanager
-async def served(console: Console) -> AsyncIterator[str]:
+async def served(console: Console, config: uvicorn.Config | None = None) -> AsyncIterator[str]:
     """The app on 127.0.0.1 (a free port) in this event loop, over real HTTP (SSE needs it:
-    the in-process transport buffers a streamed body). Yields its base URL."""
-    server = _QuietServer(uvicorn.Config(console.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    the in-process transport buffers a streamed body). Yields its base URL. ``config``: how to
+    serve it instead (``serve``'s own, say); it must listen on 127.0.0.1, port 0."""
+    config = config or uvicorn.Config(console.app, host="127.0.0.1", port=0, log_level="warning")
+    config.lifespan = "off"
+    server = _QuietServer(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

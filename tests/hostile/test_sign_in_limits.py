@@ -5,17 +5,14 @@ another address through a forwarded header."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
-from console_kit import AGENT, CSRF, OWNER, PASSWORD, Console, build_console, sign_in
+from console_kit import AGENT, CSRF, OWNER, PASSWORD, Console, build_console, served, sign_in
 
 from frontdesk.cli import server_config
 from frontdesk.humans.console import auth
@@ -151,32 +148,6 @@ async def test_the_window_reopens_the_account(db):
 # -- forwarded headers, over real HTTP through the server configuration ``serve`` uses
 
 
-@asynccontextmanager
-async def serving(console: Console, **settings: Any) -> AsyncIterator[str]:
-    config = server_config(console.app, Settings(host="127.0.0.1", port=0, log_level="WARNING", **settings))
-    config.lifespan = "off"
-    server = _QuietServer(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its signal handlers (pytest owns the process's signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def _from(base: str, forwarded_for: str, email: str) -> int:
     async with httpx2.AsyncClient(base_url=base, headers={"X-Forwarded-For": forwarded_for}) as http:
         return (await sign_in(http, email, WRONG)).status_code
@@ -189,7 +160,8 @@ async def _from(base: str, forwarded_for: str, email: str) -> int:
 )
 async def test_forwarded_for_is_believed_only_from_the_configured_proxies(db, proxies, second_client):
     console = await build_console(db, console_login_max_attempts_per_ip=2)
-    async with serving(console, forwarded_allow_ips=proxies) as base:
+    settings = Settings(host="127.0.0.1", port=0, log_level="WARNING", forwarded_allow_ips=proxies)
+    async with served(console, server_config(console.app, settings)) as base:
         first = [await _from(base, "203.0.113.1", email) for email in (OWNER, AGENT, "z@demo.test")]
         second = await _from(base, "203.0.113.2", OWNER)
 
