@@ -1,8 +1,14 @@
-"""The HTTP application: routes from the channel registry, errors mapped in one place."""
+"""The HTTP application: routes from the channel registry, errors mapped in one place.
+
+``create_app`` is the public app. ``create_metrics_app`` is the metrics listener's: ``/metrics``
+only, on a port of its own (``frontdesk serve`` runs it beside the public one); the public app
+serves ``/metrics`` only to a bearer of ``metrics_token``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -11,7 +17,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from frontdesk import __version__
 from frontdesk.business import BusinessStore
@@ -29,7 +39,8 @@ from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
 from frontdesk.platform import tokens
 from frontdesk.platform.media import stored_key
-from frontdesk.platform.observability import Observability, ObservabilityMiddleware, check_readiness
+from frontdesk.platform.media_types import MEDIA_HEADERS, NEUTRAL, attachment, content_type, inline
+from frontdesk.platform.observability import Metrics, Observability, ObservabilityMiddleware, check_readiness
 from frontdesk.platform.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from frontdesk.platform.store.engine import UNAVAILABLE_ERRORS
 from frontdesk.runtime import CATALOG_PHOTOS_PATH, Runtime
@@ -40,6 +51,7 @@ log = logging.getLogger(__name__)
 UNAVAILABLE_RETRY_AFTER_S = 5
 # ``<photo id>-<8 hex of its content hash>.<ext>``: the hash only makes a replaced photo a new URL.
 _PHOTO_FILE = re.compile(r"(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)-[0-9a-f]{8}\.[a-z0-9]{1,5}")
+MEDIA_PREFIX = "/media/"
 
 
 def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Observability | None = None) -> FastAPI:
@@ -60,9 +72,18 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
             await runtime.signals.close()  # the LISTEN connection, on PostgreSQL
             await observability.shutdown()  # after the workers: their last spans are exported too
 
-    app = FastAPI(title="frontdesk", version=__version__, lifespan=lifespan)
+    docs = runtime.settings.api_docs_enabled
+    app = FastAPI(
+        title="frontdesk",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     app.state.runtime = runtime
     app.state.observability = observability
+    app.add_middleware(MediaHeadersMiddleware)
     app.add_middleware(ObservabilityMiddleware, observability=observability)
     for channel in CHANNELS.values():
         if channel.router is not None:
@@ -97,8 +118,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
             photo = await photos.photo(tenant_id, match["id"])
         except NotFoundError:  # the answer never echoes an id: it may be another tenant's
             raise NotFoundError("no such photo") from None
-        data, mime = await runtime.channel_deps.media.get(photo.media_key)
-        return Response(data, media_type=mime, headers={"Cache-Control": "public, max-age=86400"})
+        data, _ = await runtime.channel_deps.media.get(photo.media_key)
+        return media_response(data, match["id"], cache="public, max-age=86400")
 
     @app.get("/media/m/{key:path}", tags=["media"], include_in_schema=False)
     async def stored_media(key: str, exp: int = 0, sig: str = "") -> Response:
@@ -106,8 +127,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
         store = runtime.channel_deps.media
         if not stored_key(key) or not store.verify(key, exp, sig):
             raise AuthError("this media link is invalid or has expired")
-        data, mime = await store.get(key)
-        return Response(data, media_type=mime, headers={"Cache-Control": "private, max-age=300"})
+        data, _ = await store.get(key)
+        return media_response(data, key.rpartition("/")[2].partition(".")[0], cache="private, max-age=300")
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
@@ -120,17 +141,70 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
         readiness = await check_readiness(runtime.db)
         return JSONResponse(readiness.as_json(), status_code=200 if readiness.ready else 503)
 
-    metrics = observability.metrics
-    if metrics is not None:
+    metrics, token = observability.metrics, runtime.settings.metrics_token
+    if metrics is not None and token is not None:
+        expected = token.encode()
 
         @app.get("/metrics", tags=["ops"], include_in_schema=False)
-        async def prometheus_metrics() -> Response:
-            """Prometheus text format; the queue depth is read from the database first (bounded)."""
-            await metrics.refresh_queue(runtime.db, now=runtime.clock.now())
-            return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+        async def prometheus_metrics(request: Request) -> Response:
+            """The metrics listener's page, here only for ``Authorization: Bearer <metrics_token>``
+            (its labels name tenants and models)."""
+            scheme, _, given = request.headers.get("authorization", "").partition(" ")
+            # Compared as bytes in constant time (compare_digest refuses a str with non-ASCII).
+            if not (hmac.compare_digest(given.strip().encode(), expected) and scheme.lower() == "bearer"):
+                raise AuthError("/metrics needs the metrics token")
+            return await scrape(runtime, metrics)
 
     _install_error_handlers(app)
     return app
+
+
+def create_metrics_app(runtime: Runtime, metrics: Metrics) -> Starlette:
+    """The metrics listener: ``GET /metrics`` from the same registry as the public app's, and
+    nothing else (no docs, no other route)."""
+
+    async def prometheus_metrics(_request: Request) -> Response:
+        return await scrape(runtime, metrics)
+
+    return Starlette(routes=[Route("/metrics", prometheus_metrics, methods=["GET"])])
+
+
+async def scrape(runtime: Runtime, metrics: Metrics) -> Response:
+    """Prometheus text format; the queue depth is read from the database first (bounded)."""
+    await metrics.refresh_queue(runtime.db, now=runtime.clock.now())
+    return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
+
+def media_response(data: bytes, name: str, *, cache: str) -> Response:
+    """A stored file as its bytes show it to be: an accepted image or audio type inline, anything
+    else a download of ``application/octet-stream`` (``<name>.bin``). Never the type it was
+    declared or stored under: a file an older release kept as ``.svg`` is judged here too."""
+    mime = content_type(data)
+    if inline(mime):
+        return Response(data, media_type=mime, headers={"Cache-Control": cache})
+    return Response(data, media_type=NEUTRAL, headers={"Cache-Control": cache, "Content-Disposition": attachment(name)})
+
+
+class MediaHeadersMiddleware:
+    """``X-Content-Type-Options: nosniff`` and the sandboxing CSP (``media_types.MEDIA_CSP``) on
+    every response under ``/media/``: files, and the errors of those routes too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope["path"]).startswith(MEDIA_PREFIX):
+            await self._app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in MEDIA_HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self._app(scope, receive, send_with_headers)
 
 
 def _status_for(exc: FrontdeskError) -> int:

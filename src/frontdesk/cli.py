@@ -7,10 +7,11 @@ import contextlib
 import logging
 import secrets
 import signal
+import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
@@ -26,7 +27,7 @@ from frontdesk.errors import ConfigError, FrontdeskError
 from frontdesk.output.transcript import read_transcript
 from frontdesk.packs import MCP_PACKS, PACKS
 from frontdesk.platform.models.local import LocalModelClient
-from frontdesk.platform.observability import configure_logging
+from frontdesk.platform.observability import Observability, configure_logging
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import current_revision, upgrade
 from frontdesk.runtime import Runtime
@@ -131,8 +132,10 @@ def serve(host: HostOption = None, port: PortOption = None) -> None:
     asyncio.run(run())
 
 
-async def _serve(runtime: Runtime, settings: Settings) -> None:
-    from frontdesk.app import create_app
+async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event | None = None) -> None:
+    """The public server and, beside it, the metrics listener (``metrics_host:metrics_port``),
+    until SIGTERM or Ctrl-C. ``started`` is set once both accept connections."""
+    from frontdesk.app import create_app, create_metrics_app
 
     # On SIGTERM/Ctrl-C the workers stop claiming at once and get ``shutdown_grace_s`` to finish
     # their turns (then hand them back), while uvicorn closes the HTTP side in parallel. Open chat
@@ -145,30 +148,125 @@ async def _serve(runtime: Runtime, settings: Settings) -> None:
 
     # uvicorn's own log_config is off: its error and access lines go through our formatter.
     configure_logging(settings.log_format, settings.log_level)
-    config = uvicorn.Config(
-        create_app(runtime),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        log_level=settings.log_level.lower(),
-        timeout_keep_alive=settings.http_keep_alive_s,
-        timeout_graceful_shutdown=5,
-    )
+    observability = Observability.from_settings(settings)  # one registry: the public app's and the listener's
+    config = server_config(create_app(runtime, observability=observability), settings)
+    metrics = observability.metrics if settings.metrics_port is not None else None
     try:
-        await _QuietExitServer(config, on_exit=begin_draining).serve()
+        async with _metrics_listener(None if metrics is None else create_metrics_app(runtime, metrics), settings):
+            server = _QuietExitServer(config, on_exit=begin_draining, on_started=started.set if started else None)
+            await server.serve()
     finally:
         begin_draining()  # the server may also stop without a signal (a failed start-up)
         await draining[0]
         await runtime.close()
 
 
+def server_config(app: Any, settings: Settings) -> uvicorn.Config:
+    """How uvicorn serves ``app``. Forwarded headers are believed only from the proxies
+    ``forwarded_allow_ips`` names (uvicorn's own default would trust 127.0.0.1): a client's
+    address is what the sign-in limits count, so a header anyone can write must not set it."""
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        log_level=settings.log_level.lower(),
+        timeout_keep_alive=settings.http_keep_alive_s,
+        timeout_graceful_shutdown=5,
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips) or None,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _metrics_listener(app: Any, settings: Settings) -> AsyncIterator[None]:
+    """``app`` (the metrics app; None: no listener) served on ``metrics_host:metrics_port`` for as
+    long as the block runs. The port is bound before anything is served. Taken, a ``metrics_port``
+    the settings name stops start-up (``ConfigError``); the default one (9464) is only a guess, so
+    a second instance on the same machine (a developer's demo beside a server, a test run) starts
+    without a listener and says so in a warning."""
+    log = logging.getLogger(__name__)
+    if app is None or settings.metrics_port is None:
+        yield
+        return
+    try:
+        sock = _listening_socket(settings.metrics_host, settings.metrics_port)
+    except OSError as exc:
+        where = f"{settings.metrics_host}:{settings.metrics_port} ({exc.strerror or exc})"
+        if "metrics_port" in settings.model_fields_set:
+            raise ConfigError(
+                f"the metrics listener cannot listen on {where}: is another frontdesk running on this "
+                "machine? give each instance its own metrics_port"
+            ) from None
+        log.warning("no metrics listener: %s is taken; set metrics_port for each instance on this machine", where)
+        yield
+        return
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=settings.log_level.lower(),
+        lifespan="off",
+        access_log=False,  # a line per scrape is noise
+        timeout_graceful_shutdown=1,
+    )
+    server = _SideServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="metrics listener")
+    log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, port)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening (connections queue until the server
+    runs). ``ConfigError`` for a host that does not resolve; ``OSError`` when it cannot bind."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise ConfigError(f"metrics_host {host!r}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _SideServer(uvicorn.Server):
+    """A server beside the public one: it leaves the signals to that one, which stops it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 class _QuietExitServer(uvicorn.Server):
     """Ctrl-C / SIGTERM shut the server down and the command exits 0. (uvicorn's own handler
     re-raises the signal after shutdown, which cancels our clean-up mid-way.)"""
 
-    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        on_exit: Callable[[], None],
+        on_started: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self._on_started is not None:
+            self._on_started()
 
     def _exit_on(self, sig: int) -> None:
         self._on_exit()

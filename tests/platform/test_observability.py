@@ -1,5 +1,8 @@
 """The operations surface through the real app: /readyz, /metrics, the span tree and JSON logs of a
-web-chat turn (script model, real HTTP on loopback, workers in the app's lifespan)."""
+web-chat turn (script model, real HTTP on loopback, workers in the app's lifespan).
+
+/metrics is read where it is served: from the metrics listener's app, or from the public app with
+the metrics token (tests/hostile/test_media_and_ops.py holds that it is nowhere else)."""
 
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from channels.loopback import client, serve
-from frontdesk.app import create_app
+from frontdesk.app import create_app, create_metrics_app
 from frontdesk.platform.models.gateway import ModelGateway
-from frontdesk.platform.observability import Observability, check_readiness, configure_logging
+from frontdesk.platform.observability import Metrics, Observability, check_readiness, configure_logging
 from frontdesk.platform.observability.tracing import TURN, TURN_STAGES
 from frontdesk.platform.store.engine import Database
 from frontdesk.runtime import Runtime
@@ -30,6 +33,8 @@ from frontdesk.settings import Settings
 from harness import FAST, make_runtime, reply, wait_idle
 
 QUESTION = "how much are business cards?"
+METRICS_TOKEN = "observability-token-0123456"
+BEARER = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
 def demo_model() -> Any:
@@ -139,7 +144,7 @@ async def test_metrics_report_the_job_queue_depth_read_at_scrape_time(db):
         for n in range(3):
             await runtime.queue.enqueue(session, "process_conversation", {"n": n}, delay_s=-5.0)
         await runtime.queue.enqueue(session, "summarize_conversation", {}, delay_s=3600)
-    async with in_process(create_app(runtime, run_workers=False)) as http:
+    async with in_process(create_metrics_app(runtime, Metrics())) as http:
         response = await http.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
@@ -154,7 +159,7 @@ async def test_metrics_report_the_job_queue_depth_read_at_scrape_time(db):
 async def test_a_scrape_still_answers_when_the_database_does_not(tmp_path: Path):
     runtime = _runtime_on(f"sqlite+aiosqlite:///{tmp_path / 'removed-dir' / 'frontdesk.db'}")
     try:
-        async with in_process(create_app(runtime, run_workers=False)) as http:
+        async with in_process(create_metrics_app(runtime, Metrics())) as http:
             response = await http.get("/metrics")
     finally:
         await runtime.db.dispose()
@@ -165,10 +170,12 @@ async def test_a_scrape_still_answers_when_the_database_does_not(tmp_path: Path)
 
 
 async def test_metrics_can_be_switched_off(db):
-    runtime, _ = await make_runtime(db, {"name": "t", "default": [reply("hi")]}, metrics_enabled=False)
+    settings = {"metrics_enabled": False, "metrics_token": METRICS_TOKEN}
+    runtime, _ = await make_runtime(db, {"name": "t", "default": [reply("hi")]}, **settings)
     async with in_process(create_app(runtime, run_workers=False)) as http:
-        assert (await http.get("/metrics")).status_code == 404
+        assert (await http.get("/metrics", headers=BEARER)).status_code == 404
         assert (await http.get("/readyz")).status_code == 200
+    assert Observability.from_settings(runtime.settings).metrics is None  # so `serve` starts no listener
 
 
 # -- one real turn: metrics, spans, logs
@@ -177,18 +184,18 @@ async def test_metrics_can_be_switched_off(db):
 async def _one_web_chat_turn(db: Database, model: Any, text: str) -> tuple[str, str, InMemorySpanExporter, Any]:
     """Post ``text`` to the web chat of an app served on loopback, wait for the turn, scrape.
     Returns (the /metrics page, the conversation id, the spans, the runtime)."""
-    runtime, accounts = await make_runtime(db, model, quiet_window_s=0)
+    runtime, accounts = await make_runtime(db, model, quiet_window_s=0, metrics_token=METRICS_TOKEN)
     exporter = InMemorySpanExporter()
     app = create_app(runtime, observability=Observability.from_settings(runtime.settings, span_exporter=exporter))
     async with serve(app) as base_url, client(base_url) as http:
         url = f"/v1/webchat/{accounts.webchat_id}/messages"
-        posted = await http.post(url, json={"session": "obs-1", "id": "m1", "text": text})
+        posted = await http.post(url, json={"session": "observed-session-0001", "id": "m1", "text": text})
         assert posted.status_code == 202
         await wait_idle(db)
-        page = (await http.get("/metrics")).text
-        transcript = (await http.get(url, params={"session": "obs-1"})).json()
+        page = (await http.get("/metrics", headers=BEARER)).text
+        transcript = (await http.get(url, params={"session": "observed-session-0001"})).json()
     assert [m["role"] for m in transcript["messages"]] == ["user", "assistant"]
-    conversation_id = await runtime.ingestor.find_conversation(accounts.webchat_id, "obs-1")
+    conversation_id = await runtime.ingestor.find_conversation(accounts.webchat_id, "observed-session-0001")
     assert conversation_id is not None
     return page, str(conversation_id), exporter, runtime
 
@@ -264,7 +271,7 @@ async def test_a_web_chat_turn_is_counted_timed_and_traced_stage_by_stage(db, re
 
     # Another app in the same process has its own registry: nothing leaks between them.
     async with in_process(create_app(runtime, run_workers=False)) as http:
-        fresh = samples((await http.get("/metrics")).text)
+        fresh = samples((await http.get("/metrics", headers=BEARER)).text)
     assert not any(name == "frontdesk_turns_total" for name, _ in fresh)
 
 

@@ -33,6 +33,7 @@ from harness import receipts, traces, wait_idle
 ACCOUNT = "tg-outage-01"
 SECRET = "outage-Secret_1"
 REAL_REPLY = "Hello from the shop!"
+METRICS_TOKEN = "outage-metrics-token-0123"  # the public app serves /metrics to its bearer only
 
 
 def failing_model(*failures: BaseException | None) -> tuple[PydanticAIClient, list[int]]:
@@ -65,7 +66,7 @@ def telegram(db: Any, tmp_path: Any, chat: PydanticAIClient, **settings: Any) ->
         config={"bot_id": "7351862094"},
         secrets={"bot_token": TOKEN, "webhook_secret": SECRET},
         chat=chat,
-        **{"job_backoff_s": 0.05, "job_max_attempts": 3, **settings},
+        **{"job_backoff_s": 0.05, "job_max_attempts": 3, "metrics_token": METRICS_TOKEN, **settings},
     )
 
 
@@ -89,8 +90,8 @@ async def turn_jobs(live: Live) -> list[Job]:
 
 
 async def turns_counted(live: Live) -> dict[str, float]:
-    """``frontdesk_turns_total`` by outcome, as /metrics reports it."""
-    page = (await live.http.get("/metrics")).text
+    """``frontdesk_turns_total`` by outcome, as /metrics reports it (to the metrics token's bearer)."""
+    page = (await live.http.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})).text
     counted: dict[str, float] = {}
     for family in text_string_to_metric_families(page):
         for sample in family.samples:

@@ -4,7 +4,8 @@
 implements the same port on an S3-compatible bucket for many instances. Objects are addressed by
 an opaque key under the tenant's own prefix (``<tenant>/<xx>/<hash>.<ext>``); readers outside the
 process (a vision model, a platform fetching an image) get a signed, expiring URL from
-``signed_url``. See ``docs/media.md``.
+``signed_url``. A file's type, and so its extension, comes from its bytes (``media_types``): only
+the image and audio types the pipeline uses are stored as themselves. See ``docs/media.md``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import mimetypes
 import re
 import secrets
 import time
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from frontdesk.errors import NotFoundError
 from frontdesk.platform.ids import TenantId
+from frontdesk.platform.media_types import content_type, extension_for, stored_type
 
 if TYPE_CHECKING:
     from frontdesk.settings import Settings
@@ -47,17 +48,20 @@ def stored_key(key: str) -> bool:
 @dataclass(frozen=True)
 class StoredMedia:
     key: str
-    mime_type: str
+    mime_type: str  # ``media_types.stored_type``: what the bytes are, never merely what was declared
     size: int
 
 
 class MediaStore(Protocol):
     async def put(self, tenant_id: TenantId, data: bytes, mime_type: str) -> StoredMedia:
-        """Store ``data`` under the tenant's prefix; the same bytes twice get the same key."""
+        """Store ``data`` under the tenant's prefix; the same bytes twice get the same key.
+        ``mime_type`` is what the sender declared: it names the file only if the bytes bear it out."""
         ...
 
     async def get(self, key: str) -> tuple[bytes, str]:
-        """The bytes and MIME type of ``key``; ``NotFoundError`` when there is no such object."""
+        """The bytes of ``key`` and their type, judged from the bytes (``application/octet-stream``
+        for anything but an accepted image or audio type, whatever the key's extension says);
+        ``NotFoundError`` when there is no such object."""
         ...
 
     def signed_url(self, key: str, base_url: str, ttl_s: float | None = None) -> str:
@@ -82,18 +86,11 @@ def tenant_prefix(tenant_id: str) -> str:
 
 
 def media_key(tenant_id: str, data: bytes, mime_type: str) -> str:
-    """``<tenant>/<xx>/<hash>.<ext>``: content-addressed inside the tenant's prefix."""
+    """``<tenant>/<xx>/<hash>.<ext>``: content-addressed inside the tenant's prefix. The extension
+    is the bytes' own (``bin`` for a file of no accepted type), never the declared ``mime_type``'s."""
     digest = hashlib.sha256(data).hexdigest()[:40]
-    return f"{tenant_prefix(tenant_id)}/{digest[:2]}/{digest}.{extension_for(mime_type)}"
-
-
-def extension_for(mime_type: str) -> str:
-    guessed = mimetypes.guess_extension(mime_type.split(";")[0].strip()) or ".bin"
-    return {".jpe": ".jpg", ".oga": ".ogg"}.get(guessed, guessed).lstrip(".")[:5] or "bin"
-
-
-def mime_for(key: str) -> str:
-    return mimetypes.guess_type(key)[0] or "application/octet-stream"
+    extension = extension_for(stored_type(data, mime_type))
+    return f"{tenant_prefix(tenant_id)}/{digest[:2]}/{digest}.{extension}"
 
 
 class LocalMediaStore:
@@ -118,13 +115,13 @@ class LocalMediaStore:
         path = self._root / key
         if not path.exists():
             await asyncio.to_thread(_write_atomically, path, data)
-        return StoredMedia(key, mime_type, len(data))
+        return StoredMedia(key, stored_type(data, mime_type), len(data))
 
     async def get(self, key: str) -> tuple[bytes, str]:
         if not stored_key(key) or not (self._root / key).is_file():
             raise NotFoundError(f"no media {key!r}")
         data = await asyncio.to_thread((self._root / key).read_bytes)
-        return data, mime_for(key)
+        return data, content_type(data)  # not the key's extension: an older release kept ``.svg``
 
     def signed_url(self, key: str, base_url: str, ttl_s: float | None = None) -> str:
         return base_url.rstrip("/") + self.signed_path(key, ttl_s)

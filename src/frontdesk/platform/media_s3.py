@@ -6,6 +6,12 @@ the object from the bucket directly, and the bucket refuses the link once it exp
 part of it was changed. boto3 is synchronous: every call runs in a worker thread on one shared
 low-level client (boto3 documents those as thread-safe; sessions and resources are not).
 
+Objects are written with the type their bytes have (``media_types``), and a file of no accepted
+type as ``application/octet-stream`` with ``Content-Disposition: attachment``; a presigned link to
+a key whose extension is not an accepted type (an ``.svg`` an earlier release stored) asks the
+bucket to answer it the same way. The bucket's origin is not ours, but nothing customer-sent
+should render as a page there either.
+
 boto3 is the optional ``s3`` extra, imported only when this store is built, so an install without
 it still runs the local store.
 """
@@ -19,7 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from frontdesk.errors import ConfigError, NotFoundError
 from frontdesk.platform.ids import TenantId
-from frontdesk.platform.media import KEY_PATTERN, StoredMedia, media_key, mime_for
+from frontdesk.platform.media import KEY_PATTERN, StoredMedia, media_key
+from frontdesk.platform.media_types import NEUTRAL, attachment, content_type, inline, stored_type, type_for_extension
 
 if TYPE_CHECKING:
     from frontdesk.settings import Settings
@@ -78,16 +85,20 @@ class S3MediaStore:
 
     async def put(self, tenant_id: TenantId, data: bytes, mime_type: str) -> StoredMedia:
         key = media_key(tenant_id, data, mime_type)
+        served = content_type(data)  # application/octet-stream unless an accepted image or audio type
+        download = {} if inline(served) else {"ContentDisposition": _download(key)}
         # Content-addressed: writing the same bytes again is harmless, so no HEAD round trip first.
-        await self._call(self._client.put_object, Bucket=self._bucket, Key=key, Body=data, ContentType=mime_type)
-        return StoredMedia(key, mime_type, len(data))
+        await self._call(
+            self._client.put_object, Bucket=self._bucket, Key=key, Body=data, ContentType=served, **download
+        )
+        return StoredMedia(key, stored_type(data, mime_type), len(data))
 
     async def get(self, key: str) -> tuple[bytes, str]:
         if not KEY_PATTERN.fullmatch(key):
             raise NotFoundError(f"no media {key!r}")
         response = await self._call(self._client.get_object, Bucket=self._bucket, Key=key)
         data: bytes = await asyncio.to_thread(_read_body, response["Body"])
-        return data, str(response.get("ContentType") or mime_for(key))
+        return data, content_type(data)  # never the object's ContentType: an older release set it as declared
 
     def signed_url(self, key: str, base_url: str, ttl_s: float | None = None) -> str:
         """A presigned GET on the bucket (``base_url`` is not needed: the bucket serves it).
@@ -95,9 +106,10 @@ class S3MediaStore:
         if not KEY_PATTERN.fullmatch(key):
             raise NotFoundError(f"no media {key!r}")
         expires_in = int(min(self._url_ttl_s if ttl_s is None else ttl_s, MAX_URL_TTL_S))
-        return self._client.generate_presigned_url(
-            "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_in
-        )
+        params: dict[str, str] = {"Bucket": self._bucket, "Key": key}
+        if not inline(type_for_extension(key.rpartition(".")[2])):
+            params |= {"ResponseContentType": NEUTRAL, "ResponseContentDisposition": _download(key)}
+        return self._client.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in)
 
     def verify(self, key: str, expires: int, signature: str) -> bool:
         """Always False: this store's links point at the bucket, never at our ``/media/m/`` route."""
@@ -172,6 +184,10 @@ def masked_url(url: str) -> str:
     except ValueError:  # a port that is not a number: show nothing of the authority
         netloc = "***"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _download(key: str) -> str:
+    return attachment(key.rpartition("/")[2].partition(".")[0])
 
 
 def _read_body(body: Any) -> bytes:
