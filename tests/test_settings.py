@@ -153,3 +153,9 @@ def test_settings_cannot_be_changed_after_start(clean_env):
 
     with pytest.raises(ValidationError):
         settings.port = 1  # type: ignore[misc]  # the point: assigning to a frozen model
+
+
+def test_an_empty_metrics_port_means_no_metrics_listener(clean_env):
+    clean_env.setenv("FRONTDESK_METRICS_PORT", "")
+
+    assert Settings().metrics_port is None

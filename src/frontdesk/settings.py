@@ -170,6 +170,12 @@ class Settings(BaseSettings):
     # On SIGTERM: stop claiming, let running turns finish this long, then release what is left.
     shutdown_grace_s: float = Field(default=20.0, ge=0)
 
+    @field_validator("metrics_port", mode="before")
+    @classmethod
+    def _no_metrics_listener(cls, value: object) -> object:
+        # "" (an empty TOML value or environment variable) means no listener, as documented.
+        return None if value == "" else value
+
     @field_validator("forwarded_allow_ips")
     @classmethod
     def _proxies(cls, entries: list[str]) -> list[str]:

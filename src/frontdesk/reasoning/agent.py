@@ -287,6 +287,8 @@ class Agent:
                     data, mime = await self._media.get(key)
                 except NotFoundError:
                     continue
+                if not mime.startswith("image/"):  # bytes that are no image are never handed to the model
+                    continue
                 images.append(BinaryContent(data=data, media_type=mime))
         return images
 
