@@ -174,6 +174,9 @@ def server_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
         FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_SESSION=str(UNLIMITED),
         FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_IP=str(UNLIMITED),
         FRONTDESK_WEBCHAT_MESSAGES_PER_MINUTE_ACCOUNT=str(UNLIMITED),
+        # A burst's thousands of turns would pass the default model budget; each still claims it.
+        FRONTDESK_MODEL_TURNS_PER_HOUR=str(UNLIMITED),
+        FRONTDESK_MODEL_TURNS_PER_DAY=str(UNLIMITED),
     )
     if args.workers is not None:
         env["FRONTDESK_WORKERS"] = str(args.workers)

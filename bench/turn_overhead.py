@@ -121,6 +121,9 @@ def bench_settings(database_url: str, args: argparse.Namespace) -> Settings:
         poll_interval_s=args.poll_interval,
         sweeper_interval_s=3600.0,  # no sweeps during the measurement
         model_timeout_s=30.0,
+        # More turns than the default budget allows an hour; each still claims it, as in production.
+        model_turns_per_hour=10**9,
+        model_turns_per_day=10**9,
     )
 
 

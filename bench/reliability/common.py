@@ -145,6 +145,10 @@ def server_env(tmp: Path, database_url: str, vault_key: str, **settings: object)
         FRONTDESK_MEDIA_DIR=str(tmp / "media"),  # shared by the instances, like a network volume
         FRONTDESK_VAULT_KEY=vault_key,
         FRONTDESK_LOG_LEVEL="INFO",
+        # Thousands of turns in minutes: past the default model budget, most would get the hold
+        # message. A budget no run reaches still makes every turn claim it, as in production.
+        FRONTDESK_MODEL_TURNS_PER_HOUR=str(10**9),
+        FRONTDESK_MODEL_TURNS_PER_DAY=str(10**9),
     )
     env.update({f"FRONTDESK_{name.upper()}": str(value) for name, value in settings.items()})
     return env

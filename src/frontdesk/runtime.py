@@ -43,6 +43,7 @@ from frontdesk.platform.clock import Clock, SystemClock
 from frontdesk.platform.ids import ConversationId
 from frontdesk.platform.jobs import ClaimedJob, JobPolicy, JobQueue
 from frontdesk.platform.media import build_media_store
+from frontdesk.platform.model_budget import ModelBudget
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, parse_model_spec
 from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
 from frontdesk.platform.outbound import GuardedClient, OutboundAllow
@@ -205,6 +206,9 @@ class Runtime:
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
                 budget=budget,
+                spend=ModelBudget(
+                    db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day
+                ),
             ),
             deliverer,
             queue,

@@ -90,6 +90,11 @@ class Settings(BaseSettings):
     # than this; the next failure after it sends the hold message (a vendor that accepts requests
     # and never answers would otherwise hold the customer for every attempt's timeouts).
     model_outage_budget_s: float = Field(default=90.0, gt=0)
+    # Chat-model turns each tenant may start per hour and per day, on its own clock (0: no limit).
+    # Past one, customers get the pack's hold message and a reply task, and the owners one
+    # notification per window (platform/model_budget.py; docs/security.md "Model budget").
+    model_turns_per_hour: int = Field(default=300, ge=0)
+    model_turns_per_day: int = Field(default=2000, ge=0)
 
     # -- generation loop
     max_steps: int = Field(default=8, ge=1, le=64)

@@ -152,10 +152,13 @@ async def hold_for_team(
     reasons: list[str],
     turn_id: int,
     now: datetime,
+    titles: dict[str, str] = NEEDS_REPLY_TITLES,
+    tell_team: bool = True,
 ) -> Task:
     """The hold message promised the customer a person will reply: make it true. One open
     "needs a reply" task per conversation holds the refused draft and why it was refused (a later
-    hold adds to it); the team is told once per task, through the notification routing."""
+    hold adds to it); the team is told once per task, through the notification routing, unless
+    the caller tells them another way (``tell_team=False``: one notice for many held threads)."""
     hold = {"turn_id": turn_id, "at": now.isoformat(), "draft": draft[:4000], "reasons": reasons[:20]}
     existing = await open_tasks(session, conversation_id, "needs_reply")
     if existing:
@@ -169,10 +172,12 @@ async def hold_for_team(
         conversation_id=conversation_id,
         kind="needs_reply",
         priority="high",
-        title=NEEDS_REPLY_TITLES.get(operator_language, NEEDS_REPLY_TITLES["en"]),
+        title=titles.get(operator_language, titles["en"]),
         details={"holds": [hold]},
         now=now,
     )
+    if not tell_team:
+        return task
     summary = "; ".join(reasons)[:1500] or "no answer could be proven"
     event = Event(
         tenant_id=tenant_id,

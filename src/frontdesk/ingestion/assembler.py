@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
 from frontdesk.humans import hold_for_team, open_tasks
+from frontdesk.humans.model_budget import hold_for_budget
 from frontdesk.ingestion.ingest import (
     CONVERSATION_JOB_KEY_PREFIX,
     ai_answers,
@@ -388,7 +389,16 @@ class TurnAssembler:
                 session.add(trace)
                 await session.flush()
                 await self._agent.persist(session, run, conversation.id, trace.id)
-                if result.outcome == Outcome.FALLBACK and result.hold:
+                if run.budget_spent is not None:
+                    await hold_for_budget(
+                        session,
+                        tenant_id=conversation.tenant_id,
+                        conversation_id=conversation.id,
+                        spent=run.budget_spent,
+                        turn_id=trace.id,
+                        now=self._clock.now(),
+                    )
+                elif result.outcome == Outcome.FALLBACK and result.hold:
                     await _hold_for_team(session, conversation, result, trace.id, self._clock.now())
                 answered = await session.execute(
                     update(Message)

@@ -33,6 +33,7 @@ from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.media import LEGACY_KEY_PATTERN, MediaStore, tenant_prefix
+from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
 from frontdesk.platform.observability.tracing import CONTEXT, ROUTE
@@ -117,6 +118,8 @@ class AgentRun:
     prompt_size: dict[str, int] = field(default_factory=dict)
     state: WorkingState | None = None
     memory_due: bool = False
+    # Set when the tenant's model budget was spent and the turn held without the model.
+    budget_spent: Spent | None = None
 
 
 class Agent:
@@ -131,6 +134,7 @@ class Agent:
         cadence: EpisodicCadence | None = None,
         media: MediaStore | None = None,
         budget: BudgetConfig | None = None,
+        spend: ModelBudget | None = None,
     ) -> None:
         self._gateway = gateway
         self._clock = clock
@@ -141,6 +145,7 @@ class Agent:
         self._cadence = cadence or EpisodicCadence()
         self._media = media
         self._budget = budget or BudgetConfig()
+        self._spend = spend if spend is not None and spend.enabled else None
 
     @property
     def model_name(self) -> str:
@@ -244,6 +249,21 @@ class Agent:
         outcome_texts = {
             event: texts[decision.language] for event, texts in pack.outcome_texts.items() if decision.language in texts
         }
+        spend = self._spend
+        claimed: Claimed | None = None
+        if spend is not None:
+            claim = await spend.claim(turn.tenant_id, policy.zone)
+            if isinstance(claim, Spent):
+                # The pack's hold, without the model: the assembler opens the task and tells the owner.
+                detail = (
+                    f"model budget spent: {claim.limit} turns this {claim.period}, until {claim.window.end.isoformat()}"
+                )
+                held = GenerationResult(Outcome.FALLBACK, text_blocks(fallback_text), detail=detail, hold=True)
+                route = {**decision.as_json(), "model_budget": claim.period}
+                return AgentRun(
+                    held, route, bundle.tool_names, prompt.prefix_hash, prompt.size, state, budget_spent=claim
+                )
+            claimed = claim
         try:
             result = await run_generation(
                 self._gateway.client("chat"),
@@ -257,6 +277,8 @@ class Agent:
                 outcome_texts=outcome_texts,
             )
         except ModelAPIError as exc:  # transient, before anything was done (the loop's rule)
+            if spend is not None and claimed is not None:  # unanswered, it costs nothing; a retry claims again
+                await spend.give_back(claimed)
             held = GenerationResult(
                 Outcome.FALLBACK, text_blocks(fallback_text), detail=f"model unavailable: {exc}", hold=True
             )

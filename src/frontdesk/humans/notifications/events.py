@@ -8,13 +8,14 @@ which win over every other way of choosing who is told (``resolution``).
 from __future__ import annotations
 
 from abc import abstractmethod
+from datetime import datetime
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # ``lead`` rather than ``new_lead``: rows recorded before routing existed (and the print shop's
 # tests) already say ``lead``, and a kind is stored, subscribed to and sent to webhooks verbatim.
-Kind = Literal["handoff", "lead", "needs_reply", "delivery_failed", "claim_rejected_spike"]
+Kind = Literal["handoff", "lead", "needs_reply", "delivery_failed", "claim_rejected_spike", "model_budget_spent"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 RouteName = Literal["email", "telegram", "webhook"]
@@ -94,7 +95,25 @@ class ClaimRejectedSpike(_Payload):
         return f"{self.count} replies rejected by the verification gate in {self.window_minutes} min"
 
 
-Payload = Annotated[Handoff | NewLead | NeedsReply | DeliveryFailed | ClaimRejectedSpike, Field(discriminator="kind")]
+class ModelBudgetSpent(_Payload):
+    """The tenant's chat-model turns for the hour or the day are used up: until ``resets_at``,
+    customers get the hold message and each conversation a "needs a reply" task. Raised once per
+    tenant and window."""
+
+    kind: Literal["model_budget_spent"] = "model_budget_spent"
+    period: Literal["hour", "day"]
+    limit: int = Field(ge=1)
+    resets_at: datetime
+    summary: str = Field(max_length=2000)
+
+    def text(self) -> str:
+        return self.summary
+
+
+Payload = Annotated[
+    Handoff | NewLead | NeedsReply | DeliveryFailed | ClaimRejectedSpike | ModelBudgetSpent,
+    Field(discriminator="kind"),
+]
 
 
 class Recipient(BaseModel):

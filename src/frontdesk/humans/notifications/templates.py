@@ -19,6 +19,7 @@ SUBJECTS: dict[str, dict[str, str]] = {
         "needs_reply": "{business}: a customer is waiting for a reply",
         "delivery_failed": "{business}: a reply could not be delivered",
         "claim_rejected_spike": "{business}: {count} replies held back in {window_minutes} min",
+        "model_budget_spent": "{business}: the assistant's model budget is spent",
     },
     "es": {
         "handoff": "{business}: un cliente pide hablar con una persona",
@@ -26,6 +27,7 @@ SUBJECTS: dict[str, dict[str, str]] = {
         "needs_reply": "{business}: un cliente espera una respuesta",
         "delivery_failed": "{business}: no se pudo entregar una respuesta",
         "claim_rejected_spike": "{business}: {count} respuestas retenidas en {window_minutes} min",
+        "model_budget_spent": "{business}: se agotó el presupuesto de modelo del asistente",
     },
     "vi": {
         "handoff": "{business}: khách hàng muốn gặp nhân viên",
@@ -33,6 +35,7 @@ SUBJECTS: dict[str, dict[str, str]] = {
         "needs_reply": "{business}: một khách hàng đang chờ trả lời",
         "delivery_failed": "{business}: không gửi được câu trả lời",
         "claim_rejected_spike": "{business}: {count} câu trả lời bị giữ lại trong {window_minutes} phút",
+        "model_budget_spent": "{business}: trợ lý đã dùng hết hạn mức mô hình",
     },
 }
 

@@ -228,6 +228,18 @@ class TurnTrace(Base):
     claims: Mapped[list[Any]] = mapped_column(default=list)
 
 
+class ModelBudgetCounter(Base):
+    """Chat-model turns a tenant has started in one window (``period`` ``hour`` or ``day``, from
+    ``window_start``, aligned to the tenant's clock). Claimed with a conditional UPDATE before the
+    model runs (``platform/model_budget.py``), so parallel turns never pass the limit."""
+
+    __tablename__ = "model_budget_counters"
+    tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    period: Mapped[str] = mapped_column(String(8), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(primary_key=True)
+    turns: Mapped[int] = mapped_column(Integer)
+
+
 class ClaimRejection(Base):
     """A reply the verification gate refused (invariant 3): what it claimed and why it failed."""
 

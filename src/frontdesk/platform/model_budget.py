@@ -1,0 +1,164 @@
+"""How many chat-model turns a tenant may start per hour and per day.
+
+The web chat's limits (``ingestion/channels/webchat/limits.py``) slow one sender down; this caps
+what all senders together can cost a tenant, however many addresses and sessions they use. A
+turn claims one unit of both windows before the model runs, in one transaction with a
+conditional UPDATE per window (the sign-in limits' pattern): parallel turns queue on the row and
+each sees the count the previous one left, so no burst gets past the limit. A turn whose model
+then failed before answering gives its unit back (its retry claims again).
+
+Windows follow the tenant's own clock: an hour from the top of the hour, a day from local
+midnight, so the owner's "resets at midnight" is their midnight. A limit of 0 turns that window
+off; with both off, nothing is written per turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, tzinfo
+from typing import Literal
+
+from sqlalchemy import and_, delete, or_, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from frontdesk.platform.clock import Clock
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import ModelBudgetCounter
+
+Period = Literal["hour", "day"]
+# Counters of windows older than this are deleted when a tenant opens a new window.
+KEEP_COUNTERS = timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class Window:
+    period: Period
+    start: datetime  # UTC
+    end: datetime  # UTC: when the next window starts
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """One turn counted against ``windows``; given back if the model fails before answering."""
+
+    tenant_id: str
+    windows: tuple[Window, ...]
+
+
+@dataclass(frozen=True)
+class Spent:
+    """The tenant has started ``limit`` turns in ``window`` already: no model for this turn."""
+
+    window: Window
+    limit: int
+
+    @property
+    def period(self) -> Period:
+        return self.window.period
+
+
+def window_of(period: Period, now: datetime, zone: tzinfo) -> Window:
+    """The hour or day ``now`` falls in, on the tenant's clock (a day across a DST change is 23 or
+    25 hours long, as the owner lives it)."""
+    local = now.astimezone(zone)
+    if period == "hour":
+        start = local.replace(minute=0, second=0, microsecond=0)
+        end = start + timedelta(hours=1)
+    else:
+        start = _midnight(local.date(), zone)
+        end = _midnight(local.date() + timedelta(days=1), zone)
+    return Window(period, start.astimezone(now.tzinfo), end.astimezone(now.tzinfo))
+
+
+def _midnight(day: date, zone: tzinfo) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=zone)
+
+
+class _Refused(Exception):
+    """Raised inside the claiming transaction so that a refused turn is counted in no window."""
+
+    def __init__(self, spent: Spent) -> None:
+        super().__init__(spent.period)
+        self.spent = spent
+
+
+class ModelBudget:
+    def __init__(self, db: Database, clock: Clock, *, per_hour: int, per_day: int) -> None:
+        self._db = db
+        self._clock = clock
+        # The day first: when both are spent, the owner hears of the one that lasts longer.
+        by_period: tuple[tuple[Period, int], ...] = (("day", per_day), ("hour", per_hour))
+        self._limits = tuple((period, limit) for period, limit in by_period if limit > 0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._limits)
+
+    async def claim(self, tenant_id: str, zone: tzinfo) -> Claimed | Spent:
+        """Count one turn in every window, or in none when one of them is spent."""
+        now = self._clock.now()
+        windows = tuple(window_of(period, now, zone) for period, _ in self._limits)
+        if not windows:
+            return Claimed(tenant_id, ())
+        try:
+            async with self._db.transaction() as session:
+                for window, (_, limit) in zip(windows, self._limits, strict=True):
+                    if not await _claim_one(session, tenant_id, window, limit, now):
+                        raise _Refused(Spent(window, limit))
+        except _Refused as refused:
+            return refused.spent
+        return Claimed(tenant_id, windows)
+
+    async def give_back(self, claimed: Claimed) -> None:
+        if not claimed.windows:
+            return
+        async with self._db.transaction() as session:
+            await session.execute(
+                update(ModelBudgetCounter)
+                .where(
+                    ModelBudgetCounter.tenant_id == claimed.tenant_id,
+                    or_(
+                        *(
+                            and_(ModelBudgetCounter.period == w.period, ModelBudgetCounter.window_start == w.start)
+                            for w in claimed.windows
+                        )
+                    ),
+                    ModelBudgetCounter.turns > 0,
+                )
+                .values(turns=ModelBudgetCounter.turns - 1)
+            )
+
+
+async def _claim_one(session: AsyncSession, tenant_id: str, window: Window, limit: int, now: datetime) -> bool:
+    # UPDATE first (the common case: the window's row is there); a missing row is inserted already
+    # counting this turn; a row that appeared meanwhile (a parallel first turn) is updated.
+    key = (
+        ModelBudgetCounter.tenant_id == tenant_id,
+        ModelBudgetCounter.period == window.period,
+        ModelBudgetCounter.window_start == window.start,
+    )
+    counted = (
+        update(ModelBudgetCounter)
+        .where(*key, ModelBudgetCounter.turns < limit)
+        .values(turns=ModelBudgetCounter.turns + 1)
+        .returning(ModelBudgetCounter.turns)
+    )
+    insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
+    first = (
+        insert(ModelBudgetCounter)
+        .values(tenant_id=tenant_id, period=window.period, window_start=window.start, turns=1)
+        .on_conflict_do_nothing()
+        .returning(ModelBudgetCounter.turns)
+    )
+    if (await session.execute(counted)).first() is not None:
+        return True
+    if (await session.execute(first)).first() is not None:
+        await session.execute(  # a new window: the tenant's old ones are done with
+            delete(ModelBudgetCounter).where(
+                ModelBudgetCounter.tenant_id == tenant_id, ModelBudgetCounter.window_start < now - KEEP_COUNTERS
+            )
+        )
+        return True
+    return (await session.execute(counted)).first() is not None
