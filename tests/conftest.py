@@ -190,15 +190,29 @@ def _watch_frontdesk_responses() -> None:
     FastAPI.__call__ = watched_call  # type: ignore[method-assign]  # test-only instrumentation
 
 
+class _WorkerSightings:
+    """With pytest-xdist, tests run in worker processes: each hands its sightings to the
+    controller, whose own session finish fails the run."""
+
+    @pytest.hookimpl
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        canary_sightings.extend(getattr(node, "workeroutput", {}).get("canary_sightings", []))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     from canary_rows import watch_rows
 
     logging.getLogger().addHandler(_CanaryLogWatch())
     _watch_frontdesk_responses()
     watch_rows(CANARY_MARK, canary_sightings.append)
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_WorkerSightings())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: the controller reports
+        session.config.workeroutput["canary_sightings"] = list(canary_sightings)
+        return
     if canary_sightings:
         print("\nA canary secret leaked:\n  " + "\n  ".join(canary_sightings[:20]))
         session.exitstatus = 1

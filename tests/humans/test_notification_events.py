@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select
@@ -15,6 +17,7 @@ from frontdesk.humans.notifications import (
     DeliveryFailed,
     Event,
     Handoff,
+    ModelBudgetSpent,
     NeedsReply,
     NewLead,
     Recipient,
@@ -30,6 +33,9 @@ SAMPLES = [
     NeedsReply(conversation_id="c1", task_id="t3", summary="time: '9 pm' is not a time the hours gave"),
     DeliveryFailed(conversation_id="c1", message_id=9, channel="telegram", detail="HTTP 403: bot was blocked"),
     ClaimRejectedSpike(count=12, window_minutes=10, claim_types=("price",)),
+    ModelBudgetSpent(
+        period="hour", limit=300, resets_at=datetime(2026, 12, 2, 8, tzinfo=UTC), summary="300 turns this hour"
+    ),
 ]
 
 
@@ -72,7 +78,7 @@ def test_a_recipient_is_one_operator_or_one_webhook_on_a_route_it_can_use(fields
 
 
 def test_an_event_takes_its_kind_from_the_payload():
-    assert Event(tenant_id="t", payload=SAMPLES[-1]).kind == "claim_rejected_spike"
+    assert Event(tenant_id="t", payload=SAMPLES[-1]).kind == "model_budget_spent"
 
 
 async def test_the_legacy_notify_records_a_typed_lead_and_one_dispatch_job(db):
