@@ -15,6 +15,7 @@ from frontdesk.cli_operators import add_operator
 from frontdesk.humans.console import ConsoleDeps
 from frontdesk.humans.console._configure import vault_of
 from frontdesk.humans.console.pages_catalog import masked_slot
+from frontdesk.humans.notifications import ClaimRejectedSpike, Event, Recipient, notify
 from frontdesk.platform.store.schema import ChannelAccount, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry, Operator
 from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook
@@ -404,6 +405,46 @@ async def test_a_webhook_needs_https_and_a_vault_key(db):
     async with db.read() as session:
         assert list(await session.scalars(select(NotificationWebhook))) == []
     assert await _audit(db, "webhook_added") == []
+
+
+async def test_the_owner_sees_why_a_webhook_was_not_delivered(db):
+    # A webhook saved before the outbound guard existed points at loopback: every delivery is
+    # refused, and the owner reads why beside the webhook, not only in the attempts table.
+    console = await build_console(db, vault_key=generate_key())
+    async with client(console) as http:
+        await sign_in(http)
+        token = await csrf_of(http, "/console/notifications")
+        saved = await http.post(
+            "/console/notifications/webhooks",
+            data={"csrf": token, "name": "CRM bridge", "url": "https://crm.example/hooks/abc123"},
+        )
+        assert saved.status_code == 201, saved.text
+        async with db.transaction() as session:
+            webhook = await session.scalar(select(NotificationWebhook))
+            assert webhook is not None
+            webhook.url = "https://127.0.0.1:9/hooks/abc123"
+        before = await http.get("/console/notifications")
+        async with db.transaction() as session:
+            event = Event(
+                tenant_id="demo",
+                payload=ClaimRejectedSpike(count=5, window_minutes=15),
+                recipients=(Recipient(webhook_id=webhook.id),),
+            )
+            await notify(session, event, now=console.runtime.clock.now())
+        while await console.runtime.runner.run_once():
+            pass
+        after = await http.get("/console/notifications")
+
+    def webhook_row(html: str) -> str:
+        found = re.search(rf'<tr data-webhook="{webhook.id}">.*?</tr>', html, re.S)
+        assert found is not None
+        return found.group(0)
+
+    assert "not sent yet" in webhook_row(before.text)
+    row = webhook_row(after.text)
+    assert "failed" in row
+    assert "may not point at 127.0.0.1: a loopback address, not in outbound_allow" in row
+    assert "abc123" not in after.text  # the reason names the host, never the URL's path
 
 
 # -- read-only pages -----------------------------------------------------------------------------

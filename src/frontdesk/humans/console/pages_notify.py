@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConflictError, NotFoundError, PayloadError
@@ -29,7 +29,11 @@ from frontdesk.humans.notifications.events import KINDS, Kind, RouteName
 from frontdesk.humans.notifications.subscriptions import add_webhook, subscribe
 from frontdesk.platform.outbound import OutboundAllow
 from frontdesk.platform.store.schema_console import Operator
-from frontdesk.platform.store.schema_notifications import NotificationSubscription, NotificationWebhook
+from frontdesk.platform.store.schema_notifications import (
+    NotificationAttempt,
+    NotificationSubscription,
+    NotificationWebhook,
+)
 
 SubscriptionPath = Annotated[int, PathParam(ge=1, le=2**53)]
 OPERATOR_ROUTES = ("any", "email", "telegram")
@@ -219,6 +223,7 @@ async def _notifications_page(
                 .order_by(NotificationWebhook.created_at)
             )
         )
+        last_tries = await _last_attempts(session, me.tenant_id, [f"webhook:{w.id}" for w in webhooks])
         subscriptions = list(
             await session.scalars(
                 select(NotificationSubscription)
@@ -236,7 +241,16 @@ async def _notifications_page(
         }
         for s in subscriptions
     ]
-    hooks = [{"id": w.id, "name": w.name, "url": _mask_url(w.url), "active": w.active} for w in webhooks]
+    hooks = [
+        {
+            "id": w.id,
+            "name": w.name,
+            "url": _mask_url(w.url),
+            "active": w.active,
+            "last": last_tries.get(f"webhook:{w.id}"),
+        }
+        for w in webhooks
+    ]
     return page(
         "notifications.html",
         me,
@@ -249,3 +263,19 @@ async def _notifications_page(
         new_secret=new_secret,
         can_seal=vault_of(deps, request).can_seal,
     )
+
+
+async def _last_attempts(
+    session: AsyncSession, tenant_id: str, subscribers: list[str]
+) -> dict[str, NotificationAttempt]:
+    """Each subscriber's latest delivery attempt: an owner sees a webhook that the outbound guard
+    refuses, or that answers errors, where they manage it (the reason names a host, never a path)."""
+    if not subscribers:
+        return {}
+    latest = (
+        select(func.max(NotificationAttempt.id))
+        .where(NotificationAttempt.tenant_id == tenant_id, NotificationAttempt.subscriber.in_(subscribers))
+        .group_by(NotificationAttempt.subscriber)
+    )
+    rows = await session.scalars(select(NotificationAttempt).where(NotificationAttempt.id.in_(latest)))
+    return {row.subscriber: row for row in rows}
