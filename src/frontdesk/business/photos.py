@@ -4,6 +4,7 @@ from the bytes, never from a file name or a browser's word for it, and the size 
 from __future__ import annotations
 
 from frontdesk.errors import PayloadError, TooLargeError
+from frontdesk.platform.media_types import sniff
 
 MAX_PHOTO_BYTES = 5 * 1024 * 1024  # a product photo for a chat: larger is a camera original
 PHOTO_TYPES = "PNG, JPEG, WebP or GIF"
@@ -11,15 +12,8 @@ PHOTO_TYPES = "PNG, JPEG, WebP or GIF"
 
 def photo_type(data: bytes) -> str | None:
     """The MIME type of an image we accept, judged from its first bytes; None for anything else."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    return None
+    mime = sniff(data)
+    return mime if mime is not None and mime.startswith("image/") else None
 
 
 def checked_photo(data: bytes, what: str, max_bytes: int = MAX_PHOTO_BYTES) -> str:
