@@ -3,10 +3,15 @@
 Starts ``frontdesk serve`` on a free 127.0.0.1 port (temp SQLite, or ``--database-url``),
 creates a Telegram and a WhatsApp account with ``frontdesk accounts add``, then for each
 platform posts ``--requests`` distinct, correctly signed message payloads (a new ``update_id`` /
-``wamid`` each, from ``--senders`` customers) with ``--concurrency`` in flight, and prints:
+``wamid`` each, from ``--senders`` customers) with ``--concurrency`` in flight, or, with ``--rate``,
+open-loop: one request every 1/rate seconds whatever the answers (as platforms send), and prints:
 
-* ack latency p50 / p99 (request sent → 200 received), in ms;
+* ack latency p50 / p99 (request sent → 200 received; open-loop: from the moment it was due, so
+  a request the client could only send late counts its wait), in ms;
 * sustained requests/s over the whole stream;
+* the server's database work per request: write and read transactions and SQL statements, from
+  its ``/metrics`` (``frontdesk_db_*_total``) before and after the stream; with ``--workers`` the
+  turns' work is included;
 * the check that every payload was stored exactly once (message rows == requests) and that no
   request failed.
 
@@ -19,6 +24,7 @@ Only 127.0.0.1 is contacted. Exits non-zero if a check fails.
 Run:
     .venv/bin/python bench/ingest.py
     .venv/bin/python bench/ingest.py --requests 2000 --concurrency 32 --workers 2
+    .venv/bin/python bench/ingest.py --rate 200 --requests 2000 --workers 2   # open-loop, turns running
     .venv/bin/python bench/ingest.py --database-url postgresql+asyncpg://postgres@127.0.0.1:5432/frontdesk_ingest
 """
 
@@ -48,6 +54,12 @@ TELEGRAM_SECRET = "bench-telegram-secret"
 WHATSAPP_APP_SECRET = "bench-whatsapp-app-secret"
 PHONE_NUMBER_ID = "106540352242922"
 SCRIPT = {"name": "bench", "default": [{"reply": "ok"}]}
+METRICS_TOKEN = "bench-metrics-token-0123456789"
+WORK = (
+    ("write", 'frontdesk_db_transactions_total{intent="write"}'),
+    ("read", 'frontdesk_db_transactions_total{intent="read"}'),
+    ("statements", "frontdesk_db_statements_total"),
+)
 
 
 def free_port() -> int:
@@ -110,38 +122,62 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+async def database_work(http: httpx2.AsyncClient) -> dict[str, float]:
+    """The server's database counters, from its ``/metrics`` (the bearer of the metrics token)."""
+    page = (await http.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})).text
+    values = dict(line.rsplit(" ", 1) for line in page.splitlines() if line and not line.startswith("#"))
+    return {name: float(values.get(series, "nan")) for name, series in WORK}
+
+
 async def stream(
     base: str, path: str, make: Callable[[int, int], tuple[bytes, dict[str, str]]], args: argparse.Namespace
 ) -> dict[str, float]:
     payloads = [make(i, args.senders) for i in range(args.requests)]
     latencies: list[float] = []
     failures = 0
-    queue: asyncio.Queue[tuple[bytes, dict[str, str]]] = asyncio.Queue()
-    for payload in payloads:
-        queue.put_nowait(payload)
-    limits = httpx2.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
+    in_flight = args.concurrency if args.rate is None else 1024  # open-loop: never held back by the client
+    limits = httpx2.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
     async with httpx2.AsyncClient(base_url=base, timeout=30, limits=limits) as http:
         for raw, headers in (make(args.requests + k, args.senders) for k in range(5)):  # warm-up, not counted
             await http.post(path, content=raw, headers={**headers, "Content-Type": "application/json"})
+        work_before = await database_work(http)
 
-        async def worker() -> None:
+        async def send(raw: bytes, headers: dict[str, str], due: float) -> None:
             nonlocal failures
-            while not queue.empty():
-                raw, headers = queue.get_nowait()
-                started = time.perf_counter()
-                response = await http.post(path, content=raw, headers={**headers, "Content-Type": "application/json"})
-                latencies.append((time.perf_counter() - started) * 1000)
-                if response.status_code != 200:
-                    failures += 1
+            response = await http.post(path, content=raw, headers={**headers, "Content-Type": "application/json"})
+            latencies.append((time.perf_counter() - due) * 1000)
+            if response.status_code != 200:
+                failures += 1
 
         started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+        if args.rate is None:
+            queue: asyncio.Queue[tuple[bytes, dict[str, str]]] = asyncio.Queue()
+            for payload in payloads:
+                queue.put_nowait(payload)
+
+            async def worker() -> None:
+                while not queue.empty():
+                    raw, headers = queue.get_nowait()
+                    await send(raw, headers, time.perf_counter())
+
+            await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+        else:
+
+            async def on_time(i: int, raw: bytes, headers: dict[str, str]) -> None:
+                due = started + i / args.rate
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                await send(raw, headers, due)
+
+            await asyncio.gather(*(on_time(i, raw, headers) for i, (raw, headers) in enumerate(payloads)))
         elapsed = time.perf_counter() - started
+        work_after = await database_work(http)
+    work = {name: (work_after[name] - work_before[name]) / args.requests for name, _ in WORK}
     return {
         "p50": percentile(latencies, 0.50),
         "p99": percentile(latencies, 0.99),
         "rps": len(latencies) / elapsed,
         "failures": failures,
+        **work,
     }
 
 
@@ -174,7 +210,9 @@ async def reset_postgres(database_url: str) -> None:
 
 
 def run_cli(env: dict[str, str], *args: str) -> None:
-    subprocess.run([FRONTDESK, *args], env=env, check=True, capture_output=True, cwd=ROOT)
+    done = subprocess.run([FRONTDESK, *args], env=env, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"frontdesk {' '.join(args[:2])} failed:\n{done.stderr.strip()}")
 
 
 def start_server(args: argparse.Namespace, tmp: Path, database_url: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -190,12 +228,15 @@ def start_server(args: argparse.Namespace, tmp: Path, database_url: str) -> tupl
         "FRONTDESK_MODEL_CHAT": f"script:{script}",
         "FRONTDESK_WORKERS": str(args.workers),
         "FRONTDESK_PORT": str(port),
+        "FRONTDESK_METRICS_TOKEN": METRICS_TOKEN,  # /metrics on the public port, for the database counters
+        "FRONTDESK_METRICS_PORT": "",  # and no listener of its own
     }
     nowhere = "api_base_url=http://127.0.0.1:9"  # replies (with --workers) fail fast instead of leaving the machine
     run_cli(env, "db", "upgrade")
-    run_cli(env, "accounts", "add", "telegram", "--id", "bench-telegram", "--config", nowhere,
+    run_cli(env, "tenants", "add", "bench-shop", "--name", "Bench Shop")
+    run_cli(env, "accounts", "add", "telegram", "--id", "bench-telegram", "--tenant", "bench-shop", "--config", nowhere,
             "--secret", f"webhook_secret={TELEGRAM_SECRET}", "--secret", "bot_token=1:bench")  # fmt: skip
-    run_cli(env, "accounts", "add", "whatsapp", "--id", "bench-whatsapp", "--config", nowhere,
+    run_cli(env, "accounts", "add", "whatsapp", "--id", "bench-whatsapp", "--tenant", "bench-shop", "--config", nowhere,
             "--config", f"phone_number_id={PHONE_NUMBER_ID}",
             "--secret", f"app_secret={WHATSAPP_APP_SECRET}", "--secret", "access_token=bench")  # fmt: skip
     server = subprocess.Popen(
@@ -214,11 +255,13 @@ async def measure(args: argparse.Namespace, base: str, database_url: str) -> boo
                 pass
             await asyncio.sleep(0.05)
     backend = "postgresql" if args.database_url else "sqlite"
+    load = f"open-loop at {args.rate:g} requests/s" if args.rate is not None else f"{args.concurrency} in flight"
     print(
-        f"{args.requests} signed requests per platform, {args.concurrency} in flight, {args.senders} senders, "
+        f"{args.requests} signed requests per platform, {load}, {args.senders} senders, "
         f"{args.workers} turn workers, {backend}"
     )
-    print(f"{'platform':<10} {'ack p50':>9} {'ack p99':>9} {'req/s':>8}  stored")
+    work = "db work per request: write tx, read tx, statements" + (" (turns included)" if args.workers else "")
+    print(f"{'platform':<10} {'ack p50':>9} {'ack p99':>9} {'req/s':>8}  {'stored':<10} {work}")
     ok = True
     for name, path, make in (
         ("telegram", "/webhooks/telegram/bench-telegram", telegram_payload),
@@ -231,7 +274,8 @@ async def measure(args: argparse.Namespace, base: str, database_url: str) -> boo
         verdict = "" if exact else f"  FAILED ({int(figures['failures'])} non-200)"
         print(
             f"{name:<10} {figures['p50']:>7.1f}ms {figures['p99']:>7.1f}ms {figures['rps']:>8.0f}  "
-            f"{stored - 5}/{args.requests}{verdict}"
+            f"{f'{stored - 5}/{args.requests}':<10} "
+            f"{figures['write']:.2f}, {figures['read']:.2f}, {figures['statements']:.1f}{verdict}"
         )
     return ok
 
@@ -254,6 +298,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rate", type=float, default=None, help="open-loop: requests per second, whatever the answers")
     parser.add_argument("--senders", type=int, default=200)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--database-url", default=None)

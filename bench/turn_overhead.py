@@ -8,6 +8,8 @@ What it measures, per database backend (SQLite always; PostgreSQL with ``--postg
   ``runtime.assembler.process(conversation_id, owner)`` called directly, so the clock stops
   when the reply is committed and its delivery receipt is final. Printed: p50 / p99 / mean
   per-turn latency and sequential turns/s.
+* database work: write and read transactions and SQL statements per sequential turn, and the
+  ingest call's share of them (``Database.work``; BEGIN and COMMIT are not counted as statements).
 * stage breakdown: the mean of each stage the turn records in ``turn_traces.latency_ms``
   (generation_ms = the model call through the generation loop, commit_ms, delivery_ms), plus the
   ingest call timed here and the rest ("lease, collect, history, trace"), and the share of the
@@ -50,7 +52,7 @@ from frontdesk.demo import seed_demo
 from frontdesk.ingestion.events import InboundMessage
 from frontdesk.platform.models.gateway import ModelGateway, PydanticAIClient
 from frontdesk.platform.models.script import Script, script_model
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, DatabaseWork
 from frontdesk.platform.store.migrate import upgrade
 from frontdesk.platform.store.schema import Job, Receipt, TurnTrace
 from frontdesk.runtime import Runtime
@@ -77,6 +79,9 @@ class BackendResult:
     conc_workers: int = 0
     receipts_not_sent: int = 0
     traces_missing: int = 0
+    # The database work of the sequential turns (all of it, and the ingest calls' share).
+    turn_work: DatabaseWork = field(default_factory=DatabaseWork)
+    ingest_work: DatabaseWork = field(default_factory=DatabaseWork)
 
     @property
     def p50(self) -> float:
@@ -173,9 +178,10 @@ async def run_backend(name: str, database_url: str, args: argparse.Namespace) ->
         run = secrets.token_hex(3)
         counter = 0
 
-        async def one_turn(session: str) -> tuple[float, float]:
+        async def one_turn(session: str) -> tuple[float, float, DatabaseWork, DatabaseWork]:
             nonlocal counter
             counter += 1
+            w0 = db.work.copy()
             t0 = time.perf_counter()
             ingested = await runtime.ingestor.ingest(
                 InboundMessage(
@@ -186,11 +192,12 @@ async def run_backend(name: str, database_url: str, args: argparse.Namespace) ->
                 )
             )
             t1 = time.perf_counter()
+            w1 = db.work.copy()
             turns = await runtime.assembler.process(ingested.conversation_id, f"bench/{run}")
             t2 = time.perf_counter()
             if turns != 1:
                 raise RuntimeError(f"expected one turn for {session}, ran {turns}")
-            return (t2 - t0) * 1000, (t1 - t0) * 1000
+            return (t2 - t0) * 1000, (t1 - t0) * 1000, db.work - w0, w1 - w0
 
         # -- sequential
         for i in range(WARMUP_TURNS):
@@ -199,9 +206,11 @@ async def run_backend(name: str, database_url: str, args: argparse.Namespace) ->
         first_receipt = await max_id(db, Receipt)
         started, cpu_started = time.perf_counter(), time.process_time()
         for i in range(args.turns):
-            total_ms, ingest_ms = await one_turn(f"seq-{run}-{i % args.sessions}")
+            total_ms, ingest_ms, turn_work, ingest_work = await one_turn(f"seq-{run}-{i % args.sessions}")
             result.latencies_ms.append(total_ms)
             result.ingest_ms.append(ingest_ms)
+            result.turn_work += turn_work
+            result.ingest_work += ingest_work
         result.seq_wall_s = time.perf_counter() - started
         result.seq_cpu_s = time.process_time() - cpu_started
         result.stages, result.traces_missing = await stage_means(db, first_trace)
@@ -310,6 +319,18 @@ def print_report(results: list[BackendResult], args: argparse.Namespace) -> None
     row("sequential mean (ms)", [f"{r.mean:.2f}" for r in results])
     row("sequential turns/s", [f"{r.seq_rate:.1f}" for r in results])
     row("sequential CPU ms/turn (this process)", [f"{1000 * r.seq_cpu_s / len(r.latencies_ms):.2f}" for r in results])
+    for label, pick in (
+        ("write transactions/turn (of which ingest)", lambda w: w.write_transactions),
+        ("read transactions/turn (of which ingest)", lambda w: w.read_transactions),
+        ("SQL statements/turn (of which ingest)", lambda w: w.statements),
+    ):
+        row(
+            label,
+            [
+                f"{pick(r.turn_work) / len(r.latencies_ms):.1f} ({pick(r.ingest_work) / len(r.latencies_ms):.1f})"
+                for r in results
+            ],
+        )
     row("concurrent turns/s", [f"{r.conc_rate:.1f}" for r in results])
     row("  (workers, turns done, wall s)", [f"{r.conc_workers},{r.conc_turns},{r.conc_wall_s:.2f}" for r in results])
     row("concurrent CPU ms/turn (this process)", [f"{1000 * r.conc_cpu_s / max(r.conc_turns, 1):.2f}" for r in results])

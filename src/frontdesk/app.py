@@ -172,6 +172,7 @@ def create_metrics_app(runtime: Runtime, metrics: Metrics) -> Starlette:
 async def scrape(runtime: Runtime, metrics: Metrics) -> Response:
     """Prometheus text format; the queue depth is read from the database first (bounded)."""
     await metrics.refresh_queue(runtime.db, now=runtime.clock.now())
+    metrics.database.work = runtime.db.work
     return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
 

@@ -226,6 +226,8 @@ async def test_a_web_chat_turn_is_counted_timed_and_traced_stage_by_stage(db, re
     assert value(page, "frontdesk_replies_verified_total", verdict="accepted") == 1
     assert value(page, "frontdesk_receipts_total", status="sent") == 1
     assert value(page, "frontdesk_job_queue_oldest_due_seconds") == 0  # the turn's job is done, nothing waits
+    writes = value(page, "frontdesk_db_transactions_total", intent="write") or 0
+    assert 0 < writes < (value(page, "frontdesk_db_statements_total") or 0)  # the database work, for per-turn ratios
     assert not any("conversation" in dict(labels) for _, labels in page)  # no per-conversation series
 
     spans = exporter.get_finished_spans()

@@ -26,11 +26,11 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, DatabaseWork
 from frontdesk.platform.store.schema import Job
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,38 @@ class QueueDepth(Collector):
             "frontdesk_job_queue_oldest_due_seconds",
             "How long the oldest queued job has been due without a worker claiming it (0: none waiting).",
         )
+
+
+class DatabaseWorkCounts(Collector):
+    """``frontdesk_db_transactions_total{intent}`` and ``frontdesk_db_statements_total``: the work
+    this process has asked of its database (``Database.work``), read live at scrape time. Divided by
+    ``frontdesk_turns_total`` they say how many transactions and statements a turn costs."""
+
+    def __init__(self) -> None:
+        self.work: DatabaseWork | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families()
+
+    def collect(self) -> Iterable[Metric]:
+        if self.work is None:
+            return []
+        transactions, statements = self._families()
+        transactions.add_metric(["write"], self.work.write_transactions)
+        transactions.add_metric(["read"], self.work.read_transactions)
+        statements.add_metric([], self.work.statements)
+        return [transactions, statements]
+
+    @staticmethod
+    def _families() -> list[CounterMetricFamily]:
+        return [
+            CounterMetricFamily(
+                "frontdesk_db_transactions",
+                "Database transactions this process opened, by intent (write: may change rows; read: only reads).",
+                labels=["intent"],
+            ),
+            CounterMetricFamily("frontdesk_db_statements", "SQL statements this process sent to its database."),
+        ]
 
 
 class Metrics:
@@ -168,6 +200,8 @@ class Metrics:
         )
         self.queue = QueueDepth()
         r.register(self.queue)
+        self.database = DatabaseWorkCounts()
+        r.register(self.database)
 
     async def refresh_queue(self, db: Database, *, timeout_s: float = 2.0, now: datetime | None = None) -> bool:
         """Read the job queue's depth for the next render. Returns False (and reports no depth)

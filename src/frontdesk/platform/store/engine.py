@@ -11,6 +11,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Result, event
@@ -25,6 +26,8 @@ _READ_ONLY = "frontdesk_read_only"
 
 
 DEFAULT_POOL_SIZE = 10
+# Statements that only open or close a transaction: counted as the transaction, not as work.
+_TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
 def create_engine(database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> AsyncEngine:
@@ -88,12 +91,43 @@ UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+@dataclass
+class DatabaseWork:
+    """What this process has asked of its database since it started: transactions opened by
+    intent (``transaction()`` writes, ``read()`` reads) and SQL statements sent. Exported as
+    ``frontdesk_db_*_total`` and printed per turn and per ingest by the benches: the work a turn
+    does, not only its time."""
+
+    write_transactions: int = 0
+    read_transactions: int = 0
+    statements: int = 0
+
+    def copy(self) -> DatabaseWork:
+        return DatabaseWork(self.write_transactions, self.read_transactions, self.statements)
+
+    def __add__(self, other: DatabaseWork) -> DatabaseWork:
+        return DatabaseWork(
+            self.write_transactions + other.write_transactions,
+            self.read_transactions + other.read_transactions,
+            self.statements + other.statements,
+        )
+
+    def __sub__(self, earlier: DatabaseWork) -> DatabaseWork:
+        return DatabaseWork(
+            self.write_transactions - earlier.write_transactions,
+            self.read_transactions - earlier.read_transactions,
+            self.statements - earlier.statements,
+        )
+
+
 class Database:
     """The engine plus a session factory. ``transaction()`` is the only way code writes;
     ``read()`` is for queries that change nothing."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self.work = DatabaseWork()
+        event.listen(engine.sync_engine, "before_cursor_execute", self._count_statement)
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         # SQLite has one writer at a time. Writers of this process queue on this lock instead of
         # in SQLite's busy handler, which sleeps in steps of up to 100 ms; the busy timeout still
@@ -108,8 +142,13 @@ class Database:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def _count_statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if not statement.lstrip()[:9].upper().startswith(_TRANSACTION_CONTROL):
+            self.work.statements += 1
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
+        self.work.write_transactions += 1
         if self._write_lock is None:
             async with self._sessions() as session, session.begin():
                 yield session
@@ -121,6 +160,7 @@ class Database:
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A transaction that only reads: on SQLite it does not take the write lock, so live views
         and polls never queue behind (or in front of) the writers. Anything written is discarded."""
+        self.work.read_transactions += 1
         async with self._sessions() as session:  # closing ends the transaction; loaded rows stay readable
             await session.connection(execution_options={_READ_ONLY: True})
             yield session
