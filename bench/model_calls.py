@@ -4,8 +4,9 @@ Runs every scenario in ``scenarios/`` (or the paths given) through the real pipe
 scripted model and reads the turn traces: model requests per turn, and the prompt's parts per
 request — static prefix, tool schemas of the routed bundle, history, dynamic tail, new messages —
 as the prompt recorded them in ``prompt_size``. Counts are real tokens (tiktoken ``o200k_base``,
-shipped with frontdesk, no network). For comparison it also prints the schema size if every tool
-of the pack were offered on every turn (naive loading).
+shipped with frontdesk, no network). Tool schemas go with every request of a turn, so the input
+tokens per turn are printed with them counted once per request. For comparison it also prints the
+schema size if every tool of the pack were offered on every turn (naive loading).
 
     .venv/bin/python bench/model_calls.py [scenario paths...]
 """
@@ -20,12 +21,13 @@ from pathlib import Path
 from sqlalchemy import select
 
 from frontdesk.capabilities.policy import ToolPolicyCatalog
-from frontdesk.context.budget import BudgetConfig
+from frontdesk.context.budget import BudgetConfig, schema_text
 from frontdesk.evals import load_scenario, run_scenario, scenario_files
 from frontdesk.packs import PACKS, PackDeps
 from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import TurnTrace
+from frontdesk.platform.tokens import count_tokens
 from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.runtime import Runtime
 
@@ -67,6 +69,11 @@ async def main(targets: list[Path]) -> None:
         "first request": [float(t.prompt_size["total_tokens"]) for t in turns],
     }
     whole_turn = [float(sum(u.get("input_tokens") or 0 for u in t.usage)) for t in turns]
+    # The scripted model counts the messages only; each request also carried the turn's tool schemas.
+    with_schemas = [
+        w + len(t.usage) * t.prompt_size["tool_schema_tokens"] for w, t in zip(whole_turn, turns, strict=True)
+    ]
+    schema_per_request = [float(t.prompt_size["tool_schema_tokens"]) for t in turns for _ in t.usage]
     naive = naive_schema_tokens()
     print(f"{len(files)} scenarios ({failed} failed), {len(turns)} agent turns, {sum(requests)} model requests")
     print(
@@ -83,6 +90,14 @@ async def main(targets: list[Path]) -> None:
     print(
         f"input tokens per turn, all requests (as the script model reports them: o200k tokens of the messages, "
         f"without tool schemas): mean {statistics.mean(whole_turn):.0f}, p95 {pct(whole_turn, 0.95):.0f}"
+    )
+    print(
+        f"input tokens per turn, all requests, tool schemas included: mean {statistics.mean(with_schemas):.0f}, "
+        f"p50 {pct(with_schemas, 0.5):.0f}, p95 {pct(with_schemas, 0.95):.0f}, total {sum(with_schemas):.0f}"
+    )
+    print(
+        f"tool schema tokens per request: mean {statistics.mean(schema_per_request):.0f}, "
+        f"of which the reply tool {count_tokens(schema_text(reply_tool_definition()))}"
     )
     routed = statistics.mean(parts["tool schemas"])
     print(f"tool schemas if every tool were offered: {naive} tokens per request")

@@ -157,7 +157,7 @@ async def test_the_reply_may_show_images_only_once_a_tool_returned_a_photo():
         url = "https://shop.example/cards.png"
         return ToolResult({"photos": [{"id": "cards-1", "url": url}]}, ToolEvidence(photos={"cards-1": url}))
 
-    seen: list[tuple[bool, dict]] = []
+    seen: list[tuple[dict, dict]] = []
 
     class Recording:
         name = "recording"
@@ -167,14 +167,14 @@ async def test_the_reply_may_show_images_only_once_a_tool_returned_a_photo():
 
         async def request(self, messages, params):
             reply = next(t for t in params.function_tools if t.name == "reply")
-            seen.append((GATE_SCHEMA in (reply.metadata or {}), reply.parameters_json_schema))
+            seen.append(((reply.metadata or {})[GATE_SCHEMA], reply.parameters_json_schema))
             return await self._script.request(messages, params)
 
     result = await run_generation(Recording(), ask("photos?"), [Tool("photos", "photos", Everything, photos)], CONTEXT)
 
     assert result.outcome == Outcome.REPLIED
-    # Step 1: no photo yet, so the narrower (text-only) schema; step 2: the photo is there.
-    assert [narrowed for narrowed, _ in seen] == [True, False]
+    # Step 1: no photo yet, so the gate's schema is text-only; step 2: the photo is there.
+    assert ["ImageGroupBlock" in gate["$defs"] for gate, _ in seen] == [False, True]
     assert seen[0][1] == seen[1][1]  # the schema hosted models cache never changes within a turn
 
 

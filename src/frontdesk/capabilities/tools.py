@@ -18,6 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_ai import ToolDefinition
 
+from frontdesk.capabilities.lean_schema import nullable_as_type
+
 ToolKind = Literal["retrieval", "action", "handoff"]
 
 
@@ -203,9 +205,11 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def compact_schema(schema: Any) -> Any:
-    """A JSON schema without what only costs tokens: pydantic's generated ``title`` of every
-    object and field (property names already say it). A property that is *called* ``title`` is
-    kept."""
+    """A JSON schema without what only costs tokens, on every request that offers the tool:
+    pydantic's generated ``title`` of every object and field (property names already say it; a
+    property that is *called* ``title`` is kept), a ``default`` of null (``required`` already says
+    the field may be left out), and an optional field's ``anyOf: [T, null]`` written as
+    ``type: [T, "null"]``. What the schema accepts does not change."""
     if isinstance(schema, list):
         return [compact_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -214,8 +218,10 @@ def compact_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
+        if key == "default" and value is None:
+            continue
         if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
             compact[key] = {name: compact_schema(sub) for name, sub in value.items()}
         else:
             compact[key] = compact_schema(value)
-    return compact
+    return nullable_as_type(compact)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ToolDefinition
 
+from frontdesk.capabilities.lean_schema import lean_schema
 from frontdesk.capabilities.tools import compact_schema
 from frontdesk.output.blocks import MAX_BLOCKS, Block
 from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_TOOL, TOOL_FIRST
@@ -28,7 +29,16 @@ class TerminalPayload(BaseModel):
     claims: list[Claim] = Field(default_factory=list, max_length=MAX_CLAIMS)
 
 
-_SCHEMA = compact_schema(TerminalPayload.model_json_schema())
+def _tags_required(schema: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic leaves a tagged member's ``type`` optional (it has a default) but refuses a member
+    without it: say so in the schema, so that a grammar built from it writes the tag."""
+    for member in schema.get("$defs", {}).values():
+        if "const" in member.get("properties", {}).get("type", {}) and "type" not in member.get("required", []):
+            member["required"] = ["type", *member.get("required", [])]
+    return schema
+
+
+_SCHEMA = _tags_required(compact_schema(TerminalPayload.model_json_schema()))
 
 
 def _without(schema: dict[str, Any], field: str, definition: str) -> dict[str, Any]:
@@ -45,27 +55,28 @@ def _without(schema: dict[str, Any], field: str, definition: str) -> dict[str, A
 # refused by the gate: a small model that writes one (it did, unasked, on a greeting) gets the
 # hold message instead of its answer.
 _TEXT_ONLY_SCHEMA = _without(_without(copy.deepcopy(_SCHEMA), "blocks", "ImageGroupBlock"), "claims", "ImagesShown")
+# What hosted models read on every request (and cache): the same rules in a third of the tokens
+# (``lean_schema``); what each claim means is in the playbook, once.
+_MODEL_SCHEMA = lean_schema(_SCHEMA)
+REPLY_DESCRIPTION = "The final answer to the customer: call it once, last."
 
 
 def reply_tool_definition(
     *, tool_first: bool = False, first_step: Sequence[str] = (), photos_fetched: bool = True
 ) -> ToolDefinition:
     """``tool_first`` and ``first_step``: the bundle's; ``photos_fetched``: whether a tool returned
-    a photo this turn (else the narrower schema leaves images out). All are told to clients that
-    can enforce them (``metadata``); the schema itself is the same for every step."""
+    a photo this turn (else the gate's schema leaves images out). All are told to clients that
+    can enforce them (``metadata``): the gate's schema is pydantic's, every rule written out, for a
+    grammar; the schema hosted models read is the lean one, the same for every step and turn."""
     metadata: dict[str, Any] = {}
     if tool_first:
         metadata[TOOL_FIRST] = True
     if first_step:
         metadata[FIRST_STEP] = list(first_step)
-    if not photos_fetched:
-        metadata[GATE_SCHEMA] = copy.deepcopy(_TEXT_ONLY_SCHEMA)
+    metadata[GATE_SCHEMA] = copy.deepcopy(_SCHEMA if photos_fetched else _TEXT_ONLY_SCHEMA)
     return ToolDefinition(
         name=REPLY_TOOL,
-        description=(
-            "Send the final answer to the customer. Call exactly once, last. List in `claims` every "
-            "evidence-bearing assertion the blocks make (prices, services, photos, actions done)."
-        ),
-        parameters_json_schema=copy.deepcopy(_SCHEMA),
-        metadata=metadata or None,
+        description=REPLY_DESCRIPTION,
+        parameters_json_schema=copy.deepcopy(_MODEL_SCHEMA),
+        metadata=metadata,
     )

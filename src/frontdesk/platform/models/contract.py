@@ -10,8 +10,8 @@ TOOL_FIRST = "tool_first"
 # Metadata on the reply tool's definition: the tools the first step should choose from (the
 # router's reading of the turn: a person asked for -> the hand-over).
 FIRST_STEP = "first_step"
-# Metadata on the reply tool's definition: a narrower JSON schema of its arguments, holding only
-# what could pass the verification gate at this step (no image block before a tool returned a
-# photo). A client that constrains its output (``local:``) generates under it; the tool's own
-# schema, the one hosted models see and cache, stays the same for the whole turn.
+# Metadata on the reply tool's definition: the JSON schema of its arguments with every rule written
+# out (pydantic's), holding only what could pass the verification gate at this step (no image block
+# before a tool returned a photo). A client that constrains its output (``local:``) generates under
+# it; the tool's own schema, the lean one hosted models see and cache, stays the same throughout.
 GATE_SCHEMA = "gate_schema"
