@@ -10,13 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
+from pydantic_ai import ModelRequest, UserPromptPart
 
+from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.budget import schema_text
 from frontdesk.platform.models.contract import GATE_SCHEMA
 from frontdesk.platform.tokens import count_tokens
+from frontdesk.reasoning.loop import Outcome, run_generation
 from frontdesk.reasoning.terminal import TerminalPayload, reply_tool_definition
+from harness import script_client
 
 LEAN = Draft202012Validator(reply_tool_definition().parameters_json_schema)
+CONTEXT = ToolContext(tenant_id="t", conversation_id="c")
 STRICT = Draft202012Validator(reply_tool_definition().metadata[GATE_SCHEMA])  # the grammar's: every rule
 # The keys each tagged member may have (the one rule the lean schema leaves to the server).
 OWN_KEYS = {
@@ -100,12 +105,32 @@ def test_the_schemas_accept_exactly_what_the_server_accepts(payload):
         assert LEAN.is_valid(payload) == accepted, json.dumps(payload)[:500]
 
 
-def test_a_key_of_its_own_inside_a_block_or_claim_is_left_to_the_server():
-    # The one rule the lean schema leaves out (40 tokens on every request): the loop refuses it.
+async def test_a_key_of_its_own_inside_a_block_is_refused_by_the_loop_which_says_why():
+    # The one rule the lean schema leaves out (40 tokens on every request): the loop refuses it
+    # and the model, told which field, answers again.
     with_extra = {"blocks": [{"type": "text", "text": "hi", "tone": "warm"}]}
     assert LEAN.is_valid(with_extra)
-    assert not server_accepts(with_extra)
-    assert not Draft202012Validator(reply_tool_definition().metadata[GATE_SCHEMA]).is_valid(with_extra)
+    assert not STRICT.is_valid(with_extra)  # a constrained (local) model cannot even write it
+    seen: list[str] = []
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self) -> None:
+            self._script = script_client(
+                {"steps": [{"reply": with_extra}, {"reply": {"blocks": [{"type": "text", "text": "Hi!"}]}}]}
+            )
+
+        async def request(self, messages, params):
+            seen.append(
+                json.dumps([p.content for m in messages for p in m.parts if hasattr(p, "content")], default=str)
+            )
+            return await self._script.request(messages, params)
+
+    result = await run_generation(Recording(), [ModelRequest(parts=[UserPromptPart("hi")])], [], CONTEXT)
+
+    assert (result.outcome, [b.text for b in result.blocks], result.retries) == (Outcome.REPLIED, ["Hi!"], 1)
+    assert "blocks.0.text.tone: Extra inputs are not permitted" in seen[1]
 
 
 def test_the_reply_tool_costs_at_most_350_tokens_on_every_request():
