@@ -18,7 +18,6 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import func, select
 
-from frontdesk.cli_accounts import upsert_account
 from frontdesk.errors import NotFoundError
 from frontdesk.humans.console._configure import accounts_directory, vault_of
 from frontdesk.humans.console._deps import ConsoleDeps
@@ -89,7 +88,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         if vault.can_seal:
             await _store_sealed(deps, vault, me, account, form)
         else:
-            await _store_plaintext(deps, vault, me, account, form)
+            await _store_plaintext(deps, me, account, form)
         forget = getattr(accounts_directory(request), "forget", None)
         if callable(forget):  # the webhook path's account cache: see the new value now
             forget(account.id)
@@ -118,24 +117,15 @@ async def _store_sealed(
         )
 
 
-async def _store_plaintext(
-    deps: ConsoleDeps, vault: Vault, me: Principal, account: ChannelAccount, form: CredentialForm
-) -> None:
-    # No vault key (development): the plaintext column, as ``frontdesk accounts add`` does.
+async def _store_plaintext(deps: ConsoleDeps, me: Principal, account: ChannelAccount, form: CredentialForm) -> None:
+    # No vault key (development): the plaintext column, as ``frontdesk accounts add`` does; the
+    # account's config, and so its id, is not touched.
     now = deps.clock.now()
-    await upsert_account(
-        deps.db,
-        account_id=account.id,
-        tenant_id=me.tenant_id,
-        channel=account.channel,
-        name=None,
-        config={},
-        secrets={form.name: form.value},
-        now=now,
-        vault=vault,
-        own_id=None,  # a credential only: the account's config, and so its id, is not touched
-    )
     async with deps.db.transaction() as session:
+        stored = await session.get(ChannelAccount, account.id)
+        if stored is None or stored.tenant_id != me.tenant_id:
+            raise NotFoundError("no such channel account")
+        stored.secrets = {**(stored.secrets or {}), form.name: form.value}
         audit(
             session,
             me,
