@@ -127,6 +127,7 @@ class TurnAssembler:
             if settled is None:
                 return turns
             defer_s: float | None = None
+            released = False
             try:
                 async with self._lease.kept_alive(conversation_id, owner):
                     while True:
@@ -145,13 +146,20 @@ class TurnAssembler:
                             break
                         thread, batch, waits = collected
                         with observe_turn(conversation_id, thread.conversation.tenant_id, batch_size=len(batch)):
-                            settled = await self._run_turn(thread, batch, waits, owner, attempt)
+                            next_settled = await self._run_turn(thread, batch, waits, owner, attempt)
                         turns += 1
+                        if next_settled is None:  # nothing waits: the turn let the lease go with its delivery
+                            released = True
+                            break
+                        settled = next_settled
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
                 return turns
             finally:
-                await self._lease.release(conversation_id, owner)
+                if not released:
+                    await self._lease.release(conversation_id, owner)
+            if released:
+                return turns
             if defer_s is not None:
                 await self._come_back(conversation_id, defer_s)
                 return turns
@@ -171,11 +179,10 @@ class TurnAssembler:
         """The batch to answer now. ``settled`` is the moment, read under the conversation's row
         lock, before which every message is committed: quietness is judged at it, not at the
         clock after reading, so a message stamped in between cannot be left for a turn of its own."""
-        rows = await self._unprocessed(conversation_id)
-        if not rows:
-            return None
-        thread = await self._thread(conversation_id)
-        if thread is None:
+        async with self._db.read() as session:  # the batch and its thread in one read
+            rows = await _unprocessed_rows(session, conversation_id)
+            thread = await _thread(session, conversation_id) if rows else None
+        if not rows or thread is None:
             return None
         if not thread.conversation.ai_enabled:
             fresh = [r for r in rows if not reopened(r)]  # late media was answered once already
@@ -215,42 +222,9 @@ class TurnAssembler:
         for message in await session.scalars(select(Message).where(Message.id.in_(late), Message.status == "ready")):
             reopen_late_media(message, turn_id, self._clock.now())
 
-    async def _thread(self, conversation_id: str) -> _Thread | None:
-        async with self._db.read() as session:
-            row = (
-                await session.execute(
-                    select(Conversation, ChannelAccount, Contact, Tenant.name)
-                    .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
-                    .join(Contact, Contact.id == Conversation.contact_id)
-                    .join(Tenant, Tenant.id == Conversation.tenant_id)
-                    .where(Conversation.id == conversation_id)
-                )
-            ).first()
-        if row is None:
-            return None
-        conversation, account, contact, tenant_name = row
-        target = DeliveryTarget(
-            channel=account.channel,
-            channel_account_id=account.id,
-            conversation_id=conversation.id,
-            contact_external_id=contact.external_id,
-            message_id=0,
-            account_config=account.config,
-        )
-        return _Thread(conversation, tenant_name, target)
-
     async def _unprocessed(self, conversation_id: str) -> list[Message]:
         async with self._db.read() as session:
-            rows = await session.scalars(
-                select(Message)
-                .where(
-                    Message.conversation_id == conversation_id,
-                    Message.role == "user",
-                    Message.processed_at.is_(None),
-                )
-                .order_by(Message.id)
-            )
-            return list(rows)
+            return await _unprocessed_rows(session, conversation_id)
 
     async def _handed_off_while_answering(self, conversation_id: str, oldest: Message) -> bool:
         async with self._db.read() as session:
@@ -301,8 +275,9 @@ class TurnAssembler:
 
     async def _run_turn(
         self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str, attempt: Attempt
-    ) -> datetime:
-        """Answer ``batch``. Returns the settled moment read in the commit's fenced UPDATE."""
+    ) -> datetime | None:
+        """Answer ``batch``. Returns the settled moment read in the commit's fenced UPDATE, or None
+        when no message waited at the end and the lease was released with the delivery."""
         conversation = thread.conversation
         started_at = self._clock.now()
         t0 = time.monotonic()
@@ -351,7 +326,7 @@ class TurnAssembler:
 
         # Once the model has answered, committing and delivering take milliseconds: a shutdown
         # waits for them rather than leaving a committed reply with its receipt stuck at "sending".
-        async def commit_and_deliver() -> datetime:
+        async def commit_and_deliver() -> datetime | None:
             t1 = time.monotonic()
             async with self._db.transaction() as session:
                 fenced = await session.execute(
@@ -417,21 +392,33 @@ class TurnAssembler:
             commit_ms = (time.monotonic() - t1) * 1000
 
             t2 = time.monotonic()
-            status = await self._deliverer.deliver(staged) if staged is not None else "not_sent"
-            delivery_ms = (time.monotonic() - t2) * 1000
-            async with self._db.transaction() as session:
-                stored = await session.get(TurnTrace, trace.id)
-                if stored is not None:
-                    stored.finished_at = self._clock.now()
-                    stored.latency_ms = {
-                        **waits,
-                        "generation_ms": round(generation_ms, 2),
-                        "commit_ms": round(commit_ms, 2),
-                        "delivery_ms": round(delivery_ms, 2),
-                        "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
-                        "delivery_status": status,
-                    }
-            return settled
+            released = False
+
+            async def record_timings(session: AsyncSession, status: str) -> None:
+                nonlocal released
+                # In the delivery's final transaction (its last part's commit is not counted).
+                latency = {
+                    **waits,
+                    "generation_ms": round(generation_ms, 2),
+                    "commit_ms": round(commit_ms, 2),
+                    "delivery_ms": round((time.monotonic() - t2) * 1000, 2),
+                    "total_ms": round((self._clock.now() - batch[0].created_at).total_seconds() * 1000, 2),
+                    "delivery_status": status,
+                }
+                await session.execute(
+                    update(TurnTrace)
+                    .where(TurnTrace.id == trace.id)
+                    .values(finished_at=self._clock.now(), latency_ms=latency)
+                )
+                # Held until the reply is out, so that the next turn's reply can never overtake it.
+                released = await self._lease.release_if_answered(session, conversation.id, owner)
+
+            if staged is not None:
+                await self._deliverer.deliver(staged, then=record_timings)
+            else:
+                async with self._db.transaction() as session:
+                    await record_timings(session, "not_sent")
+            return None if released else settled
 
         return await run_to_completion(commit_and_deliver())
 
@@ -480,6 +467,39 @@ class TurnAssembler:
             for conversation_id in orphans:
                 await queue_turn(queue, session, conversation_id)
         return len(orphans)
+
+
+async def _thread(session: AsyncSession, conversation_id: str) -> _Thread | None:
+    row = (
+        await session.execute(
+            select(Conversation, ChannelAccount, Contact, Tenant.name)
+            .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
+            .join(Contact, Contact.id == Conversation.contact_id)
+            .join(Tenant, Tenant.id == Conversation.tenant_id)
+            .where(Conversation.id == conversation_id)
+        )
+    ).first()
+    if row is None:
+        return None
+    conversation, account, contact, tenant_name = row
+    target = DeliveryTarget(
+        channel=account.channel,
+        channel_account_id=account.id,
+        conversation_id=conversation.id,
+        contact_external_id=contact.external_id,
+        message_id=0,
+        account_config=account.config,
+    )
+    return _Thread(conversation, tenant_name, target)
+
+
+async def _unprocessed_rows(session: AsyncSession, conversation_id: str) -> list[Message]:
+    rows = await session.scalars(
+        select(Message)
+        .where(Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None))
+        .order_by(Message.id)
+    )
+    return list(rows)
 
 
 async def _hold_for_team(

@@ -17,13 +17,14 @@ import logging
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, update
+from sqlalchemy import exists, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.observability import lock_taken_over
 from frontdesk.platform.periodic import every
 from frontdesk.platform.store.engine import Database, rows_affected
-from frontdesk.platform.store.schema import Conversation
+from frontdesk.platform.store.schema import Conversation, Message
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,28 @@ class ConversationLease:
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(lock_owner=None, lock_until=None)
             )
+
+    async def release_if_answered(self, session: AsyncSession, conversation_id: str, owner: str) -> bool:
+        """In the caller's transaction (a turn's last one): let the lease go when no customer
+        message waits, saving the holder a transaction to release it and two reads to find there
+        is nothing more. A message committed after this read queues a job of its own (the ingest's
+        enqueue finds this job running, not queued), so it is never left behind. Returns whether
+        the lease was released."""
+        waiting = await session.scalar(
+            select(
+                exists().where(
+                    Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None)
+                )
+            )
+        )
+        if waiting:
+            return False
+        released = await session.execute(
+            update(Conversation)
+            .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+            .values(lock_owner=None, lock_until=None)
+        )
+        return rows_affected(released) > 0
 
     @contextlib.asynccontextmanager
     async def kept_alive(self, conversation_id: str, owner: str) -> AsyncIterator[None]:

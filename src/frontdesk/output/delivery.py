@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -36,8 +36,10 @@ log = logging.getLogger(__name__)
 # attribute (Telegram's lasts 5 s; WhatsApp's 25 s, and each call also marks the message read).
 TYPING_EVERY_S = 4.0
 REPLAYABLE = (FAILED, PARTIAL)
+# A caller's last words in the delivery's final transaction, given the receipt's final status.
+Finish = Callable[[AsyncSession, str], Awaitable[None]]
 
-__all__ = ["FAILED", "PARTIAL", "SENDING", "SENT", "Deliverer", "DeliveryTarget", "StagedReply"]
+__all__ = ["FAILED", "PARTIAL", "SENDING", "SENT", "Deliverer", "DeliveryTarget", "Finish", "StagedReply"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,11 @@ class Deliverer:
         await session.flush()
         return [(row.id, part) for row, part in zip(rows, plan, strict=True)]
 
-    async def deliver(self, staged: StagedReply) -> str:
-        return await self._send(staged.receipt_id, staged.target, staged.parts, replay=False)
+    async def deliver(self, staged: StagedReply, *, then: Finish | None = None) -> str:
+        """Send the staged parts; the receipt's final status is committed with the last part's.
+        ``then``: more of the caller's bookkeeping for that same transaction (the turn's trace
+        timings), given the final status: one write fewer per turn."""
+        return await self._send(staged.receipt_id, staged.target, staged.parts, replay=False, then=then)
 
     async def replay(self, receipt_id: int, *, include_sending: bool = False) -> str:
         """Resend the parts of a ``failed``/``partial`` delivery that did not go out (``sending``
@@ -208,7 +213,13 @@ class Deliverer:
         return await self._send(receipt_id, target, parts, replay=replay)
 
     async def _send(
-        self, receipt_id: int, target: DeliveryTarget, parts: Sequence[tuple[int, PlannedPart]], *, replay: bool
+        self,
+        receipt_id: int,
+        target: DeliveryTarget,
+        parts: Sequence[tuple[int, PlannedPart]],
+        *,
+        replay: bool,
+        then: Finish | None = None,
     ) -> str:
         attributes: Attributes = {
             "frontdesk.channel": target.channel,
@@ -217,21 +228,34 @@ class Deliverer:
             "frontdesk.replay": replay,
         }
         with stage(DELIVER, attributes) as span:
-            status = await self._send_parts(receipt_id, target, parts, replay=replay)
+            status = await self._send_parts(receipt_id, target, parts, replay=replay, then=then)
             span.set_attribute("frontdesk.receipt_status", status)
             if status != SENT:
                 failed(span, f"delivery {status}")
             return status
 
     async def _send_parts(
-        self, receipt_id: int, target: DeliveryTarget, parts: Sequence[tuple[int, PlannedPart]], *, replay: bool
+        self,
+        receipt_id: int,
+        target: DeliveryTarget,
+        parts: Sequence[tuple[int, PlannedPart]],
+        *,
+        replay: bool,
+        then: Finish | None,
     ) -> str:
         """One platform call per part, in order; each outcome is committed before the next call
-        (the last one together with the receipt's final state)."""
+        (the last one together with the receipt's final state, and ``then``)."""
         renderer = self._renderers.get(target.channel)
+
+        async def finish(session: AsyncSession) -> str:
+            status = await finish_receipt(session, receipt_id, self._clock.now())
+            if then is not None:
+                await then(session, status)
+            return status
+
         if not parts:
             async with self._db.transaction() as session:
-                return await finish_receipt(session, receipt_id, self._clock.now())
+                return await finish(session)
         for position, (part_id, part) in enumerate(parts):
             status, error = SENT, None
             ids: tuple[str, ...] = ()
@@ -256,7 +280,7 @@ class Deliverer:
                     )
                 )
                 if position == len(parts) - 1:
-                    return await finish_receipt(session, receipt_id, self._clock.now())
+                    return await finish(session)
         raise AssertionError("unreachable")
 
     @asynccontextmanager
