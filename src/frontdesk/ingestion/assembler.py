@@ -92,6 +92,10 @@ class LeaseLost(Exception):
     """Our lease was taken over while we worked; the new holder answers instead."""
 
 
+# A batch to answer: its thread, the rows, the waits for the trace, and the history (None: read it).
+_Collected = tuple["_Thread", list[Message], dict[str, Any], tuple[TurnMessage, ...] | None]
+
+
 @dataclass(frozen=True)
 class _Thread:
     conversation: Conversation
@@ -144,9 +148,9 @@ class TurnAssembler:
                             break
                         if collected is None:
                             break
-                        thread, batch, waits = collected
+                        thread, batch, waits, history = collected
                         with observe_turn(conversation_id, thread.conversation.tenant_id, batch_size=len(batch)):
-                            next_settled = await self._run_turn(thread, batch, waits, owner, attempt)
+                            next_settled = await self._run_turn(thread, batch, waits, history, owner, attempt)
                         turns += 1
                         if next_settled is None:  # nothing waits: the turn let the lease go with its delivery
                             released = True
@@ -173,15 +177,16 @@ class TurnAssembler:
 
     # -- collecting a batch
 
-    async def _collect(
-        self, conversation_id: str, settled: datetime
-    ) -> tuple[_Thread, list[Message], dict[str, Any]] | _Defer | None:
-        """The batch to answer now. ``settled`` is the moment, read under the conversation's row
-        lock, before which every message is committed: quietness is judged at it, not at the
-        clock after reading, so a message stamped in between cannot be left for a turn of its own."""
-        async with self._db.read() as session:  # the batch and its thread in one read
+    async def _collect(self, conversation_id: str, settled: datetime) -> _Collected | _Defer | None:
+        """The batch to answer now, its thread and (when it is to be answered by the agent) the
+        history, in one read. ``settled`` is the moment, read under the conversation's row lock,
+        before which every message is committed: quietness is judged at it, not at the clock after
+        reading, so a message stamped in between cannot be left for a turn of its own."""
+        async with self._db.read() as session:
             rows = await _unprocessed_rows(session, conversation_id)
             thread = await _thread(session, conversation_id) if rows else None
+            ready = self._ready(rows, settled) if thread is not None and thread.conversation.ai_enabled else None
+            history = await _history(session, conversation_id) if isinstance(ready, dict) else None
         if not rows or thread is None:
             return None
         if not thread.conversation.ai_enabled:
@@ -189,9 +194,15 @@ class TurnAssembler:
             if fresh and await self._handed_off_while_answering(conversation_id, fresh[0]):
                 # The hand-off committed but the turn's reply did not (a crash, a lost lease):
                 # these rows still get the courtesy reply, never silence.
-                return thread, rows, {"courtesy_after_handoff": True}
+                return thread, rows, {"courtesy_after_handoff": True}, None
             await self._mark_seen_without_reply(conversation_id)
             return None
+        if isinstance(ready, _Defer) or ready is None:
+            return ready
+        return thread, rows, ready, history
+
+    def _ready(self, rows: list[Message], settled: datetime) -> dict[str, Any] | _Defer:
+        """The batch's waits when it may be answered now, else when to look again."""
         timing = self._timing
         now = self._clock.now()
         first, last = min(map(arrived, rows)), max(map(arrived, rows))
@@ -209,8 +220,7 @@ class TurnAssembler:
             if pending_for_s < timing.media_ready_timeout_s:
                 # ``Ingestor.mark_ready`` pulls this job forward as soon as the media is ready.
                 return _Defer(timing.media_ready_timeout_s - pending_for_s)
-        waits = {"wait_ms": round(waited_s * 1000, 2), "pending_media": len(pending)}
-        return thread, rows, waits
+        return {"wait_ms": round(waited_s * 1000, 2), "pending_media": len(pending)}
 
     async def _reopen_media_ready_meanwhile(self, session: AsyncSession, batch: list[Message], turn_id: int) -> None:
         """Media that was pending when the batch was collected (the gate gave up waiting) and is
@@ -253,28 +263,20 @@ class TurnAssembler:
                 .values(processed_at=self._clock.now())
             )
 
-    async def _history(self, conversation_id: str) -> tuple[TurnMessage, ...]:
-        """The conversation so far, in the order it was answered: a message that arrived while a
-        reply was being written has a smaller id than that reply but comes after it. When the limit
-        cut the conversation, its oldest turn may be missing its start and is left out."""
+    async def _read_history(self, conversation_id: str) -> tuple[TurnMessage, ...]:
         async with self._db.read() as session:
-            rows = list(
-                await session.scalars(
-                    select(Message)
-                    .where(Message.conversation_id == conversation_id, Message.processed_at.is_not(None))
-                    .order_by(Message.processed_at.desc(), Message.id.desc())
-                    .limit(HISTORY_LOAD_LIMIT)
-                )
-            )
-        history = [_turn_message(m) for m in reversed(rows)]
-        if len(rows) == HISTORY_LOAD_LIMIT:
-            history = drop_partial_first_turn(history, lambda m: m.role == "user")
-        return tuple(history)
+            return await _history(session, conversation_id)
 
     # -- running a turn
 
     async def _run_turn(
-        self, thread: _Thread, batch: list[Message], waits: dict[str, Any], owner: str, attempt: Attempt
+        self,
+        thread: _Thread,
+        batch: list[Message],
+        waits: dict[str, Any],
+        history: tuple[TurnMessage, ...] | None,
+        owner: str,
+        attempt: Attempt,
     ) -> datetime | None:
         """Answer ``batch``. Returns the settled moment read in the commit's fenced UPDATE, or None
         when no message waited at the end and the lease was released with the delivery."""
@@ -287,7 +289,7 @@ class TurnAssembler:
                 business_name=thread.tenant_name,
                 conversation_id=conversation.id,
                 batch=tuple(_turn_message(m) for m in batch),
-                history=await self._history(conversation.id),
+                history=history if history is not None else await self._read_history(conversation.id),
                 channel_account_id=conversation.channel_account_id,
                 run_key=new_id("run"),
             )
@@ -491,6 +493,24 @@ async def _thread(session: AsyncSession, conversation_id: str) -> _Thread | None
         account_config=account.config,
     )
     return _Thread(conversation, tenant_name, target)
+
+
+async def _history(session: AsyncSession, conversation_id: str) -> tuple[TurnMessage, ...]:
+    """The conversation so far, in the order it was answered: a message that arrived while a
+    reply was being written has a smaller id than that reply but comes after it. When the limit
+    cut the conversation, its oldest turn may be missing its start and is left out."""
+    rows = list(
+        await session.scalars(
+            select(Message)
+            .where(Message.conversation_id == conversation_id, Message.processed_at.is_not(None))
+            .order_by(Message.processed_at.desc(), Message.id.desc())
+            .limit(HISTORY_LOAD_LIMIT)
+        )
+    )
+    history = [_turn_message(m) for m in reversed(rows)]
+    if len(rows) == HISTORY_LOAD_LIMIT:
+        history = drop_partial_first_turn(history, lambda m: m.role == "user")
+    return tuple(history)
 
 
 async def _unprocessed_rows(session: AsyncSession, conversation_id: str) -> list[Message]:
