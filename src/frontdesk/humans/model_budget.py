@@ -9,7 +9,6 @@ that subscribed someone to ``model_budget_spent`` has it routed as it chose.
 from __future__ import annotations
 
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -77,7 +76,7 @@ async def hold_for_budget(
         titles=BUDGET_TITLES,
         tell_team=False,
     )
-    resets = spent.window.end.astimezone(_zone(policy.get("timezone")))
+    resets = spent.window.end.astimezone(spent.window.zone)
     summary = SUMMARIES[language].format(
         limit=spent.limit,
         period=PERIODS[language][spent.period],
@@ -107,10 +106,3 @@ async def _owners(session: AsyncSession, tenant_id: str) -> tuple[Recipient, ...
         select(Operator.id).where(Operator.tenant_id == tenant_id, Operator.role == "owner", Operator.active.is_(True))
     )
     return tuple(Recipient(operator_id=operator_id) for operator_id in owners)
-
-
-def _zone(name: object) -> ZoneInfo:
-    try:
-        return ZoneInfo(str(name)) if name else ZoneInfo("UTC")
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")

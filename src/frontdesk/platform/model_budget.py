@@ -37,6 +37,7 @@ class Window:
     period: Period
     start: datetime  # UTC
     end: datetime  # UTC: when the next window starts
+    zone: tzinfo  # the tenant's clock the window follows (to say when it resets, in its time)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def window_of(period: Period, now: datetime, zone: tzinfo) -> Window:
     else:
         start = _midnight(local.date(), zone)
         end = _midnight(local.date() + timedelta(days=1), zone)
-    return Window(period, start.astimezone(now.tzinfo), end.astimezone(now.tzinfo))
+    return Window(period, start.astimezone(now.tzinfo), end.astimezone(now.tzinfo), zone)
 
 
 def _midnight(day: date, zone: tzinfo) -> datetime:
