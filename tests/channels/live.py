@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from fake_telegram import TOKEN, FakeTelegram
 from loopback import FakePlatform, client, running, serve
 from sqlalchemy import select
 
@@ -97,3 +98,26 @@ async def live_channel(
                 yield Live(runtime, platform, http, account_id, channel)
         finally:
             await runtime.close()
+
+
+def live_telegram(
+    db: Database,
+    tmp_path: Path,
+    *,
+    account_id: str,
+    webhook_secret: str,
+    chat: dict[str, Any] | ModelClient,
+    **options: Any,
+) -> contextlib.AbstractAsyncContextManager[Live]:
+    """``live_channel`` for a Telegram account bound to the fake Bot API's bot."""
+    return live_channel(
+        db,
+        tmp_path,
+        FakeTelegram(),
+        channel="telegram",
+        account_id=account_id,
+        config={"bot_id": "7351862094"},
+        secrets={"bot_token": TOKEN, "webhook_secret": webhook_secret},
+        chat=chat,
+        **options,
+    )

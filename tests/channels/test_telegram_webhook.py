@@ -7,8 +7,8 @@ import json
 import logging
 
 import pytest
-from fake_telegram import TOKEN, FakeTelegram
-from live import Live, live_channel
+from fake_telegram import TOKEN
+from live import Live, live_telegram
 from snapshot import read_fixture
 from sqlalchemy import select
 
@@ -33,17 +33,8 @@ def fixture(name: str) -> bytes:
 
 
 def telegram(db, tmp_path, chat=HELLO, transcription=None, **settings):
-    return live_channel(
-        db,
-        tmp_path,
-        FakeTelegram(),
-        channel="telegram",
-        account_id=ACCOUNT,
-        config={"bot_id": "7351862094"},
-        secrets={"bot_token": TOKEN, "webhook_secret": SECRET},
-        chat=chat,
-        transcription=transcription,
-        **settings,
+    return live_telegram(
+        db, tmp_path, account_id=ACCOUNT, webhook_secret=SECRET, chat=chat, transcription=transcription, **settings
     )
 
 

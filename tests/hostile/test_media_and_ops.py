@@ -28,8 +28,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "channels"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "platform"))
 
-from fake_telegram import TOKEN, FakeTelegram
-from live import Live, live_channel
+from live import Live, live_telegram
 from logging_kit import logging_restored
 from snapshot import read_fixture
 
@@ -101,16 +100,7 @@ def document(mime_type: str, file_name: str) -> bytes:
 async def test_a_telegram_document_that_is_active_content_is_stored_and_served_only_as_a_download(
     db, tmp_path, declared, name, data, served_by_telegram
 ):
-    async with live_channel(
-        db,
-        tmp_path,
-        FakeTelegram(),
-        channel="telegram",
-        account_id=ACCOUNT,
-        config={"bot_id": "7351862094"},
-        secrets={"bot_token": TOKEN, "webhook_secret": SECRET},
-        chat=HELLO,
-    ) as live:
+    async with live_telegram(db, tmp_path, account_id=ACCOUNT, webhook_secret=SECRET, chat=HELLO) as live:
         file_id = json.loads(document(declared, name))["message"]["document"]["file_id"]
         live.platform.media[f"files/{file_id}"] = (data, served_by_telegram)
         posted = await live.http.post(

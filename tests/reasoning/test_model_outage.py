@@ -21,8 +21,7 @@ from sqlalchemy import select
 # The loopback harness and the platform doubles live with the channel tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "channels"))
 
-from fake_telegram import TOKEN, FakeTelegram
-from live import Live, live_channel
+from live import Live, live_telegram
 from snapshot import read_fixture
 
 from frontdesk.packs.catalog import FALLBACK_TEXTS
@@ -57,14 +56,11 @@ def http_error(status: int, **headers: str) -> ModelHTTPError:
 
 def telegram(db: Any, tmp_path: Any, chat: PydanticAIClient, **settings: Any) -> Any:
     # Backoff in tens of milliseconds, so the job's retries take a test's time, not a customer's.
-    return live_channel(
+    return live_telegram(
         db,
         tmp_path,
-        FakeTelegram(),
-        channel="telegram",
         account_id=ACCOUNT,
-        config={"bot_id": "7351862094"},
-        secrets={"bot_token": TOKEN, "webhook_secret": SECRET},
+        webhook_secret=SECRET,
         chat=chat,
         **{"job_backoff_s": 0.05, "job_max_attempts": 3, "metrics_token": METRICS_TOKEN, **settings},
     )
