@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "frontdesk"
-ROOTS = {"app", "runtime", "cli", "demo", "evals"}  # composition: may import everything
+ROOTS = {"app", "runtime", "cli", "demo", "evals", "worker_process"}  # composition: may import everything
 
 
 def _imports() -> dict[str, set[str]]:
@@ -63,13 +63,15 @@ ALLOWED: dict[str, set[str]] = {
         "reasoning", "settings", "workflows",
     },
     "app": {"business", "errors", "frontdesk", "http_errors", "humans", "ingestion", "platform", "runtime"},
+    # one of serve's worker processes: a runtime without HTTP
+    "worker_process": {"platform", "runtime", "settings"},
     "evals": {
         "business", "capabilities", "context", "demo", "errors", "ingestion", "output", "packs", "platform",
         "runtime", "settings", "verification",
     },
     "cli": {
         "app", "cli_accounts", "cli_business", "cli_operators", "cli_vault", "demo", "errors", "evals",
-        "ingestion", "output", "packs", "platform", "runtime", "settings",
+        "ingestion", "output", "packs", "platform", "runtime", "settings", "worker_process",
     },
 }  # fmt: skip
 

@@ -11,7 +11,7 @@ import asyncio
 import hmac
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -52,17 +52,26 @@ UNAVAILABLE_RETRY_AFTER_S = 5
 # ``<photo id>-<8 hex of its content hash>.<ext>``: the hash only makes a replaced photo a new URL.
 _PHOTO_FILE = re.compile(r"(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)-[0-9a-f]{8}\.[a-z0-9]{1,5}")
 MEDIA_PREFIX = "/media/"
+OtherMetrics = Callable[[], Awaitable[list[bytes]]]  # the worker processes' expositions
 
 
-def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Observability | None = None) -> FastAPI:
-    """``observability``: metrics and spans of this app (default: from the runtime's settings)."""
+def create_app(
+    runtime: Runtime,
+    *,
+    run_workers: bool = True,
+    observability: Observability | None = None,
+    other_metrics: OtherMetrics | None = None,
+) -> FastAPI:
+    """``observability``: metrics and spans of this app (default: from the runtime's settings).
+    ``run_workers``: run the job runner in this process (false: ``serve``'s worker processes run
+    it, and ``other_metrics`` brings their counters to ``/metrics``)."""
     observability = observability or Observability.from_settings(runtime.settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Runs inside ObservabilityMiddleware: the workers started here record on this app's metrics.
         await asyncio.to_thread(tokens.warm)  # not inside the first turn, on the event loop
-        await runtime.start()
+        await runtime.start(role="whole" if run_workers else "edge")
         if run_workers and runtime.settings.workers > 0:
             runtime.runner.start()
         try:
@@ -153,27 +162,27 @@ def create_app(runtime: Runtime, *, run_workers: bool = True, observability: Obs
             # Compared as bytes in constant time (compare_digest refuses a str with non-ASCII).
             if not (hmac.compare_digest(given.strip().encode(), expected) and scheme.lower() == "bearer"):
                 raise AuthError("/metrics needs the metrics token")
-            return await scrape(runtime, metrics)
+            return await scrape(runtime, metrics, other_metrics)
 
     _install_error_handlers(app)
     return app
 
 
-def create_metrics_app(runtime: Runtime, metrics: Metrics) -> Starlette:
+def create_metrics_app(runtime: Runtime, metrics: Metrics, *, others: OtherMetrics | None = None) -> Starlette:
     """The metrics listener: ``GET /metrics`` from the same registry as the public app's, and
-    nothing else (no docs, no other route)."""
+    nothing else (no docs, no other route). ``others``: the worker processes' expositions, added in."""
 
     async def prometheus_metrics(_request: Request) -> Response:
-        return await scrape(runtime, metrics)
+        return await scrape(runtime, metrics, others)
 
     return Starlette(routes=[Route("/metrics", prometheus_metrics, methods=["GET"])])
 
 
-async def scrape(runtime: Runtime, metrics: Metrics) -> Response:
+async def scrape(runtime: Runtime, metrics: Metrics, others: OtherMetrics | None = None) -> Response:
     """Prometheus text format; the queue depth is read from the database first (bounded)."""
     await metrics.refresh_queue(runtime.db, now=runtime.clock.now())
     metrics.database.work = runtime.db.work
-    return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+    return Response(metrics.render(await others() if others else ()), media_type=METRICS_CONTENT_TYPE)
 
 
 def media_response(data: bytes, name: str, *, cache: str) -> Response:

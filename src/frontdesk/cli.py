@@ -30,8 +30,10 @@ from frontdesk.platform.models.local import LocalModelClient
 from frontdesk.platform.observability import Observability, configure_logging
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.migrate import current_revision, upgrade
+from frontdesk.platform.worker_pool import WorkerPool
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
+from frontdesk.worker_process import run_worker_process, worker_process_count
 
 app = typer.Typer(help="frontdesk: a trustworthy LLM agent on your customer channels.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -48,6 +50,15 @@ app.add_typer(profile_app, name="profile")
 
 HostOption = Annotated[str | None, typer.Option(help="bind address (default: FRONTDESK_HOST)")]
 PortOption = Annotated[int | None, typer.Option(help="port (default: FRONTDESK_PORT)")]
+WorkerProcessesOption = Annotated[
+    int | None,
+    typer.Option(
+        help="processes running turns beside the HTTP one; 0: in it (default: FRONTDESK_WORKER_PROCESSES, "
+        "else 1 on SQLite, one per core but one on PostgreSQL)",
+        min=0,
+        max=32,
+    ),
+]
 
 
 def _settings(**overrides: object) -> Settings:
@@ -76,11 +87,12 @@ def _demo_database(settings: Settings) -> Settings:
 register_business_commands(_settings, {*PACKS, *MCP_PACKS})
 
 
-def _prepare_offline_model(runtime: Runtime) -> None:
-    """Load an embedded chat model before serving, with progress, instead of inside the first turn."""
+def _prepare_offline_model(runtime: Runtime, *, load: bool = True) -> None:
+    """Verify (and with ``load``, load) an embedded chat model before serving, with progress,
+    instead of inside the first turn."""
     client = runtime.chat_client
     if isinstance(client, LocalModelClient):
-        load_with_progress(client, Console(stderr=True))
+        load_with_progress(client, Console(stderr=True), load=load)
 
 
 @db_app.command("upgrade")
@@ -100,13 +112,13 @@ def db_upgrade() -> None:
 
 
 @app.command()
-def demo(host: HostOption = None, port: PortOption = None) -> None:
+def demo(host: HostOption = None, port: PortOption = None, worker_processes: WorkerProcessesOption = None) -> None:
     """Create/migrate the demo's own database, seed the demo business and serve its web chat."""
-    settings = _demo_database(_demo_settings(host=host, port=port))
+    settings = _demo_database(_demo_settings(host=host, port=port, worker_processes=worker_processes))
 
     async def run() -> None:
         runtime = Runtime.build(settings)
-        _prepare_offline_model(runtime)
+        _prepare_offline_model(runtime, load=worker_process_count(settings) == 0)
         await upgrade(runtime.db)
         accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
         base = settings.public_url or f"http://{settings.host}:{settings.port}"
@@ -118,9 +130,9 @@ def demo(host: HostOption = None, port: PortOption = None) -> None:
 
 
 @app.command()
-def serve(host: HostOption = None, port: PortOption = None) -> None:
-    """Run the HTTP server and in-process workers from settings (migrate first with `db upgrade`)."""
-    settings = _settings(host=host, port=port)
+def serve(host: HostOption = None, port: PortOption = None, worker_processes: WorkerProcessesOption = None) -> None:
+    """Run the HTTP server and its worker processes from settings (migrate first with `db upgrade`)."""
+    settings = _settings(host=host, port=port, worker_processes=worker_processes)
 
     async def run() -> None:
         runtime = Runtime.build(settings)
@@ -133,10 +145,17 @@ def serve(host: HostOption = None, port: PortOption = None) -> None:
 
 
 async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event | None = None) -> None:
-    """The public server and, beside it, the metrics listener (``metrics_host:metrics_port``),
-    until SIGTERM or Ctrl-C. ``started`` is set once both accept connections."""
+    """The public server and, beside it, the metrics listener (``metrics_host:metrics_port``)
+    and the worker processes (``worker_processes``; none: the jobs run in this process), until
+    SIGTERM or Ctrl-C. ``started`` is set once both accept connections."""
     from frontdesk.app import create_app, create_metrics_app
 
+    processes = worker_process_count(settings)
+    pool = (
+        WorkerPool(processes, run_worker_process, (settings,), on_changed=runtime.signals.wake)
+        if processes and settings.workers
+        else None
+    )
     # On SIGTERM/Ctrl-C the workers stop claiming at once and get ``shutdown_grace_s`` to finish
     # their turns (then hand them back), while uvicorn closes the HTTP side in parallel. Open chat
     # streams never end by themselves: they get a few seconds, then are closed.
@@ -144,15 +163,25 @@ async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event
 
     def begin_draining() -> None:
         if not draining:
-            draining.append(asyncio.create_task(runtime.runner.stop(settings.shutdown_grace_s), name="drain"))
+            stopping = (
+                runtime.runner.stop(settings.shutdown_grace_s) if pool is None else pool.stop(settings.shutdown_grace_s)
+            )
+            draining.append(asyncio.create_task(stopping, name="drain"))
 
     # uvicorn's own log_config is off: its error and access lines go through our formatter.
     configure_logging(settings.log_format, settings.log_level)
     observability = Observability.from_settings(settings)  # one registry: the public app's and the listener's
-    config = server_config(create_app(runtime, observability=observability), settings)
+    others = pool.metrics if pool is not None else None
+    app = create_app(runtime, observability=observability, run_workers=pool is None, other_metrics=others)
+    config = server_config(app, settings)
     metrics = observability.metrics if settings.metrics_port is not None else None
     try:
-        async with _metrics_listener(None if metrics is None else create_metrics_app(runtime, metrics), settings):
+        if pool is not None:
+            runtime.queue.wake_elsewhere(pool.wake)
+            await pool.start()
+        async with _metrics_listener(
+            None if metrics is None else create_metrics_app(runtime, metrics, others=others), settings
+        ):
             server = _QuietExitServer(config, on_exit=begin_draining, on_started=started.set if started else None)
             await server.serve()
     finally:

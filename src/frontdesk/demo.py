@@ -124,9 +124,10 @@ def offline_chat_model(settings: Settings) -> str | None:
     return f"local:{DEFAULT_LOCAL_MODEL}"
 
 
-def load_with_progress(client: LocalModelClient, console: Console) -> None:
-    """Join and verify the weights (the first time: a progress bar over 1.1 GB) and load them,
-    saying what happens; once the file is verified, only the load is reported."""
+def load_with_progress(client: LocalModelClient, console: Console, *, load: bool = True) -> None:
+    """Join and verify the weights (the first time: a progress bar over 1.1 GB) and, with
+    ``load``, load them, saying what happens; once the file is verified, only the load is
+    reported. Without ``load`` the worker process that runs the turns loads them."""
     started = time.perf_counter()
     with Progress(
         TextColumn("  {task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=console
@@ -139,6 +140,12 @@ def load_with_progress(client: LocalModelClient, console: Console) -> None:
         def stage(text: str) -> None:
             progress.update(task, description=text)
 
-        client.load(joined, stage)
+        if load:
+            client.load(joined, stage)
+        else:
+            client.prepare(joined)
         progress.remove_task(task)
-    console.print(f"  offline model ready in {time.perf_counter() - started:.1f} s")
+    if load:
+        console.print(f"  offline model ready in {time.perf_counter() - started:.1f} s")
+    else:
+        console.print("  offline model verified; the worker process loads it before its first turn")

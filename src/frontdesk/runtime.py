@@ -9,7 +9,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 from sqlalchemy import select
@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 PACKS_DIR = Path(__file__).resolve().parent / "packs"  # each pack's data/knowledge.json
 
 DEMO_MODEL = "script:demo"
+# What a process of ``serve`` does: everything, the HTTP edge only, or turns only (worker_process.py).
+ProcessRole = Literal["whole", "edge", "worker"]
 
 
 @dataclass
@@ -278,20 +280,25 @@ class Runtime:
             compact_prompt=budget.for_model(gateway.client("chat").name).compact,
         )
 
-    async def start(self, mcp_targets: Mapping[str, Any] | None = None) -> None:
+    async def start(self, mcp_targets: Mapping[str, Any] | None = None, *, role: ProcessRole = "whole") -> None:
         """Connect the MCP servers of the packs that use one (``mcp_servers``, or ``mcp_targets``:
         server objects in tests) and make those packs available. A pack whose server is not
         configured stays unavailable; its tenants' turns fail with a clear error. First, with a
-        vault key configured, any channel secret still in plaintext moves into the vault."""
-        await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
-        await warn_accounts_without_own_id(self.db)
+        vault key configured, any channel secret still in plaintext moves into the vault.
+        ``role``: in ``serve`` with worker processes, the HTTP process (``edge``) does the
+        start-up chores and the ``worker`` processes load the embedded model (each one that runs
+        turns holds its own copy); ``whole`` does both."""
+        if role != "worker":
+            await seal_plaintext_secrets(self.db, self.channel_deps.accounts.vault)
+            await warn_accounts_without_own_id(self.db)
         await self.channel_deps.media.check()  # a missing or refused bucket stops start-up, not a media job
-        if isinstance(self.chat_client, LocalModelClient):
+        if role != "edge" and isinstance(self.chat_client, LocalModelClient):
             # Join, verify and load the weights now (idempotent: the demo did it with a progress
             # bar), so neither a bad file nor the load time lands in a customer's first turn.
             await asyncio.to_thread(self.chat_client.load)
         await self.signals.start(self.db)
-        await warn_tenants_without_data(self.db)
+        if role != "worker":
+            await warn_tenants_without_data(self.db)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})
         for pack in MCP_PACKS.values():

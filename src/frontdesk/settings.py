@@ -74,7 +74,12 @@ class Settings(BaseSettings):
     demo_local_model: bool = True
 
     # -- jobs
+    # Jobs (turns among them) each process runs at once.
     workers: int = Field(default=8, ge=0, le=64)
+    # ``serve`` and ``demo`` run the jobs in this many processes beside the HTTP one, so turn CPU
+    # never delays a webhook's acknowledgement. Unset: one on SQLite (one writer at a time anyway),
+    # on PostgreSQL one per core but one, up to four. 0: jobs run in the HTTP process.
+    worker_processes: int | None = Field(default=None, ge=0, le=32)
     job_max_attempts: int = Field(default=5, ge=1)
     job_backoff_s: float = Field(default=2.0, gt=0)
     job_lease_s: float = Field(default=60.0, gt=0)

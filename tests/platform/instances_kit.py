@@ -144,8 +144,20 @@ class Instance:
         return self.log_path.read_text(errors="replace")
 
     def signal(self, sig: signal.Signals) -> None:
+        """To the HTTP process only (it stops its worker processes itself)."""
         if self.proc.returncode is None:
             self.proc.send_signal(sig)
+
+    def crash(self) -> None:
+        """``kill -9`` of the whole instance: its HTTP process and its worker processes at once,
+        as when the machine dies (each instance runs in a session of its own)."""
+        if self.proc.returncode is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def family(self) -> set[int]:
+        """The pids of this instance: its HTTP process and the worker processes it started (a
+        lease names the worker's)."""
+        return {self.proc.pid, *children_of(self.proc.pid)}
 
     async def wait_exit(self, timeout_s: float) -> int:
         return await asyncio.wait_for(self.proc.wait(), timeout_s)
@@ -168,6 +180,7 @@ async def _start(name: str, env: dict[str, str], tmp: Path) -> Instance:
             stdout=log,
             stderr=asyncio.subprocess.STDOUT,
             stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
     return Instance(name, port, proc, log_path)
 
@@ -310,6 +323,26 @@ async def outcome(db: Database, conversation_id: str) -> Outcome:
     for m in assistants:
         replies.setdefault(m.turn_id, []).append(message_text(m))
     return Outcome({m.content: m.turn_id for m in users}, {t.id: t.worker for t in traces}, replies)
+
+
+def children_of(pid: int) -> list[int]:
+    """Live processes whose parent is ``pid`` (Linux: from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after its closing paren.
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (a zombie has exited; only its parent has not read its status yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def pid_of_owner(owner: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -76,6 +77,7 @@ class JobQueue:
         # others race for the same row (and, on SQLite, for the write lock).
         self._idle: collections.deque[asyncio.Future[None]] = collections.deque()
         self._missed_wakeup = False
+        self._elsewhere: Callable[[], None] | None = None
 
     async def enqueue(
         self,
@@ -123,13 +125,22 @@ class JobQueue:
         return True
 
     def notify(self) -> None:
-        """Wake one idle in-process worker now instead of at its next poll."""
+        """Wake one idle in-process worker now instead of at its next poll (with no worker in
+        this process, the ones ``wake_elsewhere`` names)."""
         while self._idle:
             waiter = self._idle.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
+        if self._elsewhere is not None:
+            self._elsewhere()
+            return
         self._missed_wakeup = True
+
+    def wake_elsewhere(self, wake: Callable[[], None]) -> None:
+        """Where ``notify`` goes when this process runs no worker: ``serve``'s HTTP process hands
+        its wake-ups to its worker processes."""
+        self._elsewhere = wake
 
     async def wait_for_work(self, timeout_s: float) -> None:
         if self._missed_wakeup:

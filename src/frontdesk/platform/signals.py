@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select
@@ -75,6 +76,7 @@ class ConversationSignals:
         self._bridge: PgNotifyBridge | None = None
         self._watch_interval_s = watch_interval_s
         self._watcher: asyncio.Task[None] | None = None
+        self._relays: list[Callable[[str], None]] = []
 
     async def start(self, db: Database) -> None:
         """Begin receiving other processes' changes: on PostgreSQL their publishes, and the
@@ -156,8 +158,19 @@ class ConversationSignals:
         """Wake this conversation's listeners here and, on PostgreSQL, on every other instance.
         Call it once the change is committed."""
         self._wake(conversation_id)
+        for relay in self._relays:
+            relay(conversation_id)
         if self._bridge is not None:
             self._bridge.send(conversation_id)
+
+    def relay(self, to: Callable[[str], None]) -> None:
+        """Also hand every publish to ``to`` (a worker process tells its HTTP process, whose
+        streams wake at once on either backend)."""
+        self._relays.append(to)
+
+    def wake(self, conversation_id: str) -> None:
+        """Wake this process's listeners only: another process of this instance published."""
+        self._wake(conversation_id)
 
     def _wake(self, conversation_id: str) -> None:
         event = self._events.pop(conversation_id, None)

@@ -71,6 +71,11 @@ class LocalModelClient:
     def model(self) -> str:
         return self._model
 
+    def prepare(self, progress: Progress | None = None) -> Path:
+        """Find or assemble the weights (verified) without loading them: ``serve``'s HTTP process
+        does this for its worker processes, which load them."""
+        return resolve_weights(self._model, self._options.cache_dir, progress)
+
     def load(self, progress: Progress | None = None, on_stage: Callable[[str], None] | None = None) -> None:
         """Find or assemble the weights (verified), then load them; idempotent."""
         with self._load_lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from prometheus_client import (
@@ -27,6 +27,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
@@ -216,8 +217,47 @@ class Metrics:
         self.queue.update(depth, oldest_due_s)
         return True
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, others: Sequence[bytes] = ()) -> bytes:
+        """This registry's exposition, with ``others`` (the worker processes' expositions) added in."""
+        own = generate_latest(self.registry)
+        return merge([own, *others]) if others else own
+
+
+def merge(expositions: Sequence[bytes]) -> bytes:
+    """Several processes' expositions as one, as if one process had counted everything: samples
+    of the same name and labels are added up (counters, histogram buckets and sums, the gauges
+    of a count), except ``*_created``, which keeps the earliest. A family is described by the
+    first exposition that has it."""
+    families: dict[str, Metric] = {}
+    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+    for exposition in expositions:
+        for family in text_string_to_metric_families(exposition.decode()):
+            if family.name not in families:
+                families[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
+                values[family.name] = {}
+            summed = values[family.name]
+            for sample in family.samples:
+                key = (sample.name, tuple(sorted(sample.labels.items())))
+                if key not in summed:
+                    summed[key] = sample.value
+                elif sample.name.endswith("_created"):
+                    summed[key] = min(summed[key], sample.value)
+                else:
+                    summed[key] += sample.value
+    for name, family in families.items():
+        for (sample_name, labels), value in values[name].items():
+            family.add_sample(sample_name, dict(labels), value)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(list(families.values())))
+    return generate_latest(registry)
+
+
+class _Fixed(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
 
 
 async def _read_queue(db: Database, now: datetime) -> tuple[dict[tuple[str, str], int], float]:

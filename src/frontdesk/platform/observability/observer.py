@@ -35,14 +35,16 @@ class Observability:
         self.metrics = metrics
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, span_exporter: SpanExporter | None = None) -> Observability:
+    def from_settings(
+        cls, settings: Settings, *, span_exporter: SpanExporter | None = None, process_metrics: bool = True
+    ) -> Observability:
         provider = build_tracer_provider(
             settings.otel_exporter,
             service_name=settings.otel_service_name,
             endpoint=settings.otel_endpoint,
             span_exporter=span_exporter,
         )
-        return cls(provider, Metrics() if settings.metrics_enabled else None)
+        return cls(provider, Metrics(process_metrics=process_metrics) if settings.metrics_enabled else None)
 
     @contextmanager
     def activated(self) -> Iterator[None]:
