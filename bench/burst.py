@@ -107,6 +107,16 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+def with_children(pid: int) -> list[int]:
+    """``pid`` and the processes it started (serve's worker processes, multiprocessing's tracker)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+    return [pid, *sorted(children)]
+
+
 @dataclass
 class SessionResult:
     session: str
@@ -180,6 +190,8 @@ def server_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
     )
     if args.workers is not None:
         env["FRONTDESK_WORKERS"] = str(args.workers)
+    if args.worker_processes is not None:
+        env["FRONTDESK_WORKER_PROCESSES"] = str(args.worker_processes)
     return env
 
 
@@ -582,7 +594,7 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
             unanswered = await unanswered_messages(engine, conversations)
     finally:
         await engine.dispose()
-    rss = [peak_rss_mb(pid) for pid in getattr(args, "server_pids", [])]
+    rss = [[peak_rss_mb(p) for p in with_children(pid)] for pid in getattr(args, "server_pids", [])]
 
     # -- figures
     acks = [ms for r in results for ms in r.acks_ms]
@@ -636,8 +648,11 @@ async def run_bench(bases: list[str], args: argparse.Namespace) -> int:
         f"  lost messages: {lost} (acknowledged 202 but not stored: {max(0, statuses.count(202) - stored)}, "
         f"stored but never answered: {unanswered})"
     )
-    if rss and all(mb is not None for mb in rss):
-        print(f"  peak RSS per server process: {', '.join(f'{mb:.0f} MB' for mb in rss if mb is not None)}")
+    if rss and all(family[0] is not None for family in rss):
+        print(
+            "  peak RSS per server (its HTTP process + its worker processes): "
+            + ", ".join(" + ".join(f"{mb:.0f} MB" for mb in family if mb is not None) for family in rss)
+        )
     print(f"  model runs per burst: {runs_per_burst:.2f} (min {min(runs)}, max {max(runs)})")
     print(f"  duplicate replies: {duplicates}")
     # A burst whose messages the server stored more than the quiet window apart is two bursts to
@@ -778,6 +793,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workers", type=int, help="FRONTDESK_WORKERS for the self-hosted server (default: its default)"
+    )
+    parser.add_argument(
+        "--worker-processes",
+        type=int,
+        help="FRONTDESK_WORKER_PROCESSES for the self-hosted servers (default: theirs; 0: turns in the HTTP process)",
     )
     parser.add_argument("--port", type=int, help="port for the self-hosted server (default: a free one)")
     parser.add_argument("--server-log", action="store_true", help="print the self-hosted server's log at the end")

@@ -227,6 +227,7 @@ def start_server(args: argparse.Namespace, tmp: Path, database_url: str) -> tupl
         "FRONTDESK_MEDIA_DIR": str(tmp / "media"),
         "FRONTDESK_MODEL_CHAT": f"script:{script}",
         "FRONTDESK_WORKERS": str(args.workers),
+        **({} if args.worker_processes is None else {"FRONTDESK_WORKER_PROCESSES": str(args.worker_processes)}),
         "FRONTDESK_PORT": str(port),
         "FRONTDESK_METRICS_TOKEN": METRICS_TOKEN,  # /metrics on the public port, for the database counters
         "FRONTDESK_METRICS_PORT": "",  # and no listener of its own
@@ -258,7 +259,9 @@ async def measure(args: argparse.Namespace, base: str, database_url: str) -> boo
     load = f"open-loop at {args.rate:g} requests/s" if args.rate is not None else f"{args.concurrency} in flight"
     print(
         f"{args.requests} signed requests per platform, {load}, {args.senders} senders, "
-        f"{args.workers} turn workers, {backend}"
+        f"{args.workers} turn workers"
+        + ("" if args.worker_processes is None else f" in {args.worker_processes} worker processes")
+        + f", {backend}"
     )
     work = "db work per request: write tx, read tx, statements" + (" (turns included)" if args.workers else "")
     print(f"{'platform':<10} {'ack p50':>9} {'ack p99':>9} {'req/s':>8}  {'stored':<10} {work}")
@@ -301,5 +304,8 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=None, help="open-loop: requests per second, whatever the answers")
     parser.add_argument("--senders", type=int, default=200)
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument(
+        "--worker-processes", type=int, default=None, help="the server's (default: its own; 0: turns in HTTP)"
+    )
     parser.add_argument("--database-url", default=None)
     sys.exit(main(parser.parse_args()))

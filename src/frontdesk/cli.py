@@ -152,7 +152,7 @@ async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event
 
     processes = worker_process_count(settings)
     pool = (
-        WorkerPool(processes, run_worker_process, (settings,), on_changed=runtime.signals.wake)
+        WorkerPool(processes, run_worker_process, (settings,), on_changed=runtime.signals.publish)
         if processes and settings.workers
         else None
     )

@@ -296,8 +296,10 @@ class Runtime:
             # Join, verify and load the weights now (idempotent: the demo did it with a progress
             # bar), so neither a bad file nor the load time lands in a customer's first turn.
             await asyncio.to_thread(self.chat_client.load)
-        await self.signals.start(self.db)
         if role != "worker":
+            # A worker process hands its publishes to its edge, which NOTIFYs the other instances:
+            # no LISTEN connection (nor store watcher) per worker.
+            await self.signals.start(self.db)
             await warn_tenants_without_data(self.db)
         targets: dict[str, Any] = {name: parse_target(t) for name, t in self.settings.mcp_servers.items()}
         targets.update(mcp_targets or {})

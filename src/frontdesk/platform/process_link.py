@@ -4,9 +4,9 @@ A socket pair carries small frames, each a kind byte, a 4-byte length and a payl
 
 - ``WAKE`` (edge to worker): a job was queued (a customer's message starts a turn's quiet
   window), so an idle worker reads the queue now instead of at its next poll;
-- ``CHANGED`` (worker to edge): a conversation changed (a reply was committed), so a web-chat
-  stream or console page open in the edge wakes at once instead of at the store watcher's next
-  look;
+- ``CHANGED`` (worker to edge): a conversation changed (a reply was committed); the edge
+  publishes it, so a web-chat stream or console page open in it wakes at once, and on PostgreSQL
+  its ``NOTIFY`` tells the other instances (a worker keeps no ``LISTEN`` connection of its own);
 - ``METRICS_ASK`` / ``METRICS`` : a scrape of the edge's ``/metrics`` asks each worker for its own
   counters, and adds them up (``observability.metrics.merge``);
 - ``READY`` (worker to edge): the worker has started its runner.

@@ -164,13 +164,10 @@ class ConversationSignals:
             self._bridge.send(conversation_id)
 
     def relay(self, to: Callable[[str], None]) -> None:
-        """Also hand every publish to ``to`` (a worker process tells its HTTP process, whose
-        streams wake at once on either backend)."""
+        """Also hand every publish to ``to``: a worker process of ``serve`` hands its publishes
+        to its HTTP process, which publishes them there (its streams, and on PostgreSQL the other
+        instances)."""
         self._relays.append(to)
-
-    def wake(self, conversation_id: str) -> None:
-        """Wake this process's listeners only: another process of this instance published."""
-        self._wake(conversation_id)
 
     def _wake(self, conversation_id: str) -> None:
         event = self._events.pop(conversation_id, None)

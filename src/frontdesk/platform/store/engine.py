@@ -7,7 +7,6 @@ the bursts frontdesk exists for. Transactions are kept short and never span a mo
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from frontdesk.errors import ConfigError
+from frontdesk.platform.store.sqlite_lock import SqliteWriteLock
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _READ_ONLY = "frontdesk_read_only"
@@ -129,10 +129,9 @@ class Database:
         self.work = DatabaseWork()
         event.listen(engine.sync_engine, "before_cursor_execute", self._count_statement)
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
-        # SQLite has one writer at a time. Writers of this process queue on this lock instead of
-        # in SQLite's busy handler, which sleeps in steps of up to 100 ms; the busy timeout still
-        # covers writers in other processes (``frontdesk chat`` beside ``frontdesk demo``).
-        self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        # SQLite has one writer at a time: writers queue on this lock (this process's and, through
+        # a lock file, the other processes' on the same file) instead of in SQLite's busy handler.
+        self._write_lock = SqliteWriteLock(engine.url.database) if engine.dialect.name == "sqlite" else None
 
     @classmethod
     def from_url(cls, database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> Database:
@@ -153,7 +152,7 @@ class Database:
             async with self._sessions() as session, session.begin():
                 yield session
             return
-        async with self._write_lock, self._sessions() as session, session.begin():
+        async with self._write_lock.held(), self._sessions() as session, session.begin():
             yield session
 
     @asynccontextmanager
@@ -167,3 +166,5 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self._write_lock is not None:
+            self._write_lock.close()

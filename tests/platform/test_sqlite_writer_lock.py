@@ -1,0 +1,109 @@
+"""Processes sharing one SQLite file take turns on its writer lock file, not in SQLite's sleeps.
+
+Two ``Database`` objects on one file stand for two processes (each opens the lock file itself, and
+``flock`` excludes across open files, as across processes): serve's HTTP process and its worker
+process. A second writer waits for the lock file before it sends ``BEGIN IMMEDIATE``, so it never
+sits in SQLite's busy handler (which sleeps up to 100 ms a step), and a writer cancelled while it
+waits never leaves the lock held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, select
+
+from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.schema import Tenant
+
+
+@pytest.fixture
+async def two_processes(database_url: str):
+    if not database_url.startswith("sqlite"):
+        pytest.skip("the writer lock file is SQLite's")
+    first, second = Database.from_url(database_url), Database.from_url(database_url)
+    try:
+        yield first, second
+    finally:
+        await first.dispose()
+        await second.dispose()
+
+
+def begins(db: Database) -> list[str]:
+    sent: list[str] = []
+
+    def record(_conn, _cursor, statement: str, *_args) -> None:
+        if statement.startswith("BEGIN"):
+            sent.append(statement)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", record)
+    return sent
+
+
+async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_the_first_commits(two_processes):
+    first, second = two_processes
+    second_began = begins(second)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with first.transaction() as session:
+            await session.execute(select(Tenant.id))
+            holding.set()
+            await release.wait()
+
+    async def write() -> int:
+        async with second.transaction() as session:
+            return len(list(await session.scalars(select(Tenant.id))))
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    writer = asyncio.create_task(write())
+    for _ in range(20):  # let the writer run as far as it can
+        await asyncio.sleep(0)
+    waited_outside_sqlite = list(second_began)
+    release.set()
+    await holder
+    await asyncio.wait_for(writer, 10)
+
+    assert waited_outside_sqlite == []  # no BEGIN sent while the other process held the file
+    assert second_began == ["BEGIN IMMEDIATE"]
+
+
+async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_processes, database_url):
+    first, second = two_processes
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with first.transaction():
+            holding.set()
+            await release.wait()
+
+    async def write() -> None:
+        async with second.transaction() as session:
+            await session.execute(select(Tenant.id))
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    waiting = asyncio.create_task(write())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    release.set()
+    await holder
+
+    third = Database.from_url(database_url)  # another process, after both
+    try:
+        await asyncio.wait_for(write_with(third), 10)
+        await asyncio.wait_for(write_with(second), 10)
+    finally:
+        await third.dispose()
+    assert Path(database_url.split("///", 1)[1] + "-writer.lock").exists()
+
+
+async def write_with(db: Database) -> None:
+    async with db.transaction() as session:
+        await session.execute(select(Tenant.id))
