@@ -151,8 +151,15 @@ async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event
     from frontdesk.app import create_app, create_metrics_app
 
     processes = worker_process_count(settings)
+
+    async def recover(worker: str) -> None:
+        jobs, leases = await runtime.assembler.recover_dead_worker(runtime.queue, worker)
+        logging.getLogger(__name__).warning(
+            "worker %s died: %d running job(s) queued again, %d conversation lease(s) let go", worker, jobs, leases
+        )
+
     pool = (
-        WorkerPool(processes, run_worker_process, (settings,), on_changed=runtime.signals.publish)
+        WorkerPool(processes, run_worker_process, (settings,), on_changed=runtime.signals.publish, on_dead=recover)
         if processes and settings.workers
         else None
     )

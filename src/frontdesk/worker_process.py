@@ -63,7 +63,7 @@ async def _work(sock: socket.socket, index: int, settings: Settings) -> None:
             await runtime.start(role="worker")
             runtime.signals.relay(lambda conversation_id: link.send(CHANGED, conversation_id.encode()))
             runtime.runner.start()
-            link.send(READY)
+            link.send(READY, runtime.runner.identity.encode())  # what its leases are named after
             log.info("worker process %d running %d workers", index, settings.workers)
             listening = asyncio.create_task(_listen(link, runtime, observability, stop), name="edge link")
             await stop.wait()

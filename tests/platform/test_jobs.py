@@ -280,6 +280,23 @@ async def test_heartbeat_extends_the_lease_of_the_worker_holding_it(db):
     assert (await only_job(db)).locked_until == T0 + timedelta(seconds=50)
 
 
+async def test_a_dead_workers_jobs_come_back_at_once_and_only_its_own(db):
+    clock = ManualClock()
+    queue = JobQueue(db, clock, JobPolicy(lease_s=600, max_attempts=3))
+    for kind in ("dead's", "neighbour's", "look-alike's"):
+        await enqueue(queue, db, kind)
+    await queue.claim("host_a:41:x1/0")  # "_" is a LIKE wildcard: it must not match "hostXa"
+    await queue.claim("host_a:41:x10/1")  # another process whose identity starts the same
+    await queue.claim("hostXa:41:x1/0")
+
+    assert await queue.requeue_of("host_a:41:x1") == 1  # no lease has run out: nothing waited for
+
+    dead, neighbour, look_alike = await jobs(db)
+    assert (dead.status, dead.locked_by, dead.attempts) == ("queued", None, 1)  # the attempt counts
+    assert dead.last_error == "abandoned by host_a:41:x1/0 (its process died)"
+    assert (neighbour.status, look_alike.status) == ("running", "running")
+
+
 async def test_abandoned_job_is_requeued_but_a_live_one_is_left_alone(db):
     clock = ManualClock()
     queue = JobQueue(db, clock, JobPolicy(lease_s=30, max_attempts=3))

@@ -437,6 +437,14 @@ class TurnAssembler:
 
     # -- crash recovery
 
+    async def recover_dead_worker(self, queue: JobQueue, worker: str) -> tuple[int, int]:
+        """A worker known to be dead (``serve`` saw its worker process exit): its jobs go back in
+        the queue and its conversation leases are let go now, instead of when they run out.
+        Returns (jobs, leases)."""
+        leases = await self._lease.release_all_of(worker)
+        jobs = await queue.requeue_of(worker)
+        return jobs, leases
+
     async def requeue_orphans(self, queue: JobQueue) -> int:
         """Sweeper: conversations with unanswered rows, no live lease and no pending job get one.
 

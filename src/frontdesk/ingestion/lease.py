@@ -86,6 +86,18 @@ class ConversationLease:
                 .values(lock_owner=None, lock_until=None)
             )
 
+    async def release_all_of(self, worker: str) -> int:
+        """Let go of every lease a worker known to be dead held (``serve`` saw its worker process
+        exit): its turns are answered by the next job at once, not when the leases run out. Safe
+        because a dead process commits nothing, and its fence would refuse it anyway."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Conversation)
+                .where(Conversation.lock_owner.startswith(f"{worker}/", autoescape=True))
+                .values(lock_owner=None, lock_until=None)
+            )
+        return rows_affected(result)
+
     async def release_if_answered(self, session: AsyncSession, conversation_id: str, owner: str) -> bool:
         """In the caller's transaction (a turn's last one): let the lease go when no customer
         message waits, saving the holder a transaction to release it and two reads to find there

@@ -269,6 +269,28 @@ class JobQueue:
         lock_taken_over("job", len(stale))
         return len(stale)
 
+    async def requeue_of(self, worker: str) -> int:
+        """The running jobs of a worker known to be dead (``serve`` saw its worker process exit)
+        go back in the queue now, as ``requeue_abandoned`` would once their leases ran out; the
+        attempt counts (a job that kills its process must not kill the next one forever)."""
+        now = self._clock.now()
+        async with self._db.transaction() as session:
+            held = (
+                await session.scalars(
+                    select(Job)
+                    .where(Job.status == RUNNING, Job.locked_by.startswith(f"{worker}/", autoescape=True))
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            for job in held:
+                job.status = DEAD if job.attempts >= job.max_attempts else QUEUED
+                job.last_error = f"abandoned by {job.locked_by} (its process died)"
+                job.locked_by = None
+                job.locked_until = None
+                job.updated_at = now
+        lock_taken_over("job", len(held))
+        return len(held)
+
     async def seconds_until_next(self) -> float | None:
         """How long until the earliest queued job is due (None: nothing queued)."""
         async with self._db.read() as session:

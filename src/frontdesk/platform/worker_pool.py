@@ -17,7 +17,7 @@ import logging
 import multiprocessing
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -42,6 +42,7 @@ class _Worker:
     process: BaseProcess
     link: ProcessLink
     started: float
+    identity: str | None = None  # its job runner's (platform/workers.py), from its READY frame
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     metrics_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     metrics_reply: asyncio.Future[bytes] | None = None
@@ -51,7 +52,9 @@ class _Worker:
 class WorkerPool:
     """``count`` processes each running ``target(sock, index, *args)`` (a module-level function:
     processes are spawned, not forked, so nothing of the edge's event loop or connections is
-    inherited). ``on_changed(conversation_id)`` runs in the edge for each ``CHANGED`` frame."""
+    inherited). ``on_changed(conversation_id)`` runs in the edge for each ``CHANGED`` frame;
+    ``on_dead(identity)`` once a worker has exited, before another is started, with the identity
+    its job runner gave in its ``READY`` frame (what its leases are named after)."""
 
     def __init__(
         self,
@@ -60,12 +63,14 @@ class WorkerPool:
         args: tuple[Any, ...],
         *,
         on_changed: Callable[[str], None],
+        on_dead: Callable[[str], Awaitable[None]] | None = None,
         restart_delay_s: float = 1.0,
     ) -> None:
         self._count = count
         self._target = target
         self._args = args
         self._on_changed = on_changed
+        self._on_dead = on_dead
         self._restart_delay_s = restart_delay_s
         self._context = multiprocessing.get_context("spawn")
         self._workers: dict[int, _Worker] = {}
@@ -159,6 +164,7 @@ class WorkerPool:
             elif kind == METRICS and worker.metrics_reply is not None and not worker.metrics_reply.done():
                 worker.metrics_reply.set_result(payload)
             elif kind == READY:
+                worker.identity = payload.decode() or None
                 worker.ready.set()
         # The link closed: the worker has gone (or is going).
         await asyncio.to_thread(worker.process.join, 5.0)
@@ -169,14 +175,19 @@ class WorkerPool:
             self._restart_delay_s if lived_s > QUICK_DEATH_S else min(MAX_RESTART_DELAY_S, 2 ** min(self.restarts, 5))
         )
         log.error(
-            "worker process %d (pid %s) exited with %s; another starts in %.0f s (its running jobs are "
-            "taken over when their leases run out)",
+            "worker process %d (pid %s) exited with %s; its running jobs are queued again, and another "
+            "process starts in %.0f s",
             worker.index,
             worker.process.pid,
             worker.process.exitcode,
             delay,
         )
         await worker.link.close()
+        if self._on_dead is not None and worker.identity is not None:
+            try:
+                await self._on_dead(worker.identity)
+            except Exception:  # the leases still run out: recovery is only later
+                log.exception("could not hand back the jobs of worker process %d", worker.index)
         await asyncio.sleep(delay)
         if not self._stopping:
             self.restarts += 1

@@ -58,10 +58,16 @@ class SqliteWriteLock:
             await asyncio.shield(waiting)
         except asyncio.CancelledError:
             # The thread still gets the lock some time later: hand it straight back then.
-            waiting.add_done_callback(lambda done: done.exception() or fcntl.flock(fd, fcntl.LOCK_UN))
+            waiting.add_done_callback(lambda done: _unlock_if_taken(done, fd))
             raise
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _unlock_if_taken(acquired: asyncio.Future[None], fd: int) -> None:
+    if acquired.exception() is None:
+        with contextlib.suppress(OSError):  # closed meanwhile: the lock went with the file
+            fcntl.flock(fd, fcntl.LOCK_UN)
