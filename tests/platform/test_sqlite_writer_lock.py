@@ -10,6 +10,7 @@ waits never leaves the lock held.
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 from sqlalchemy import event, select
 
