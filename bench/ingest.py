@@ -9,6 +9,8 @@ open-loop: one request every 1/rate seconds whatever the answers (as platforms s
 * ack latency p50 / p99 (request sent → 200 received; open-loop: from the moment it was due, so
   a request the client could only send late counts its wait), in ms;
 * sustained requests/s over the whole stream;
+* the server's CPU per request (its processes' user + system time over the stream, from /proc;
+  with ``--workers`` the turns' CPU is included);
 * the server's database work per request: write and read transactions and SQL statements, from
   its ``/metrics`` (``frontdesk_db_*_total``) before and after the stream; with ``--workers`` the
   turns' work is included;
@@ -122,6 +124,21 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of ``pid`` and the processes it started (its worker processes),
+    from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(stat.parent.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 async def database_work(http: httpx2.AsyncClient) -> dict[str, float]:
     """The server's database counters, from its ``/metrics`` (the bearer of the metrics token)."""
     page = (await http.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})).text
@@ -141,6 +158,7 @@ async def stream(
         for raw, headers in (make(args.requests + k, args.senders) for k in range(5)):  # warm-up, not counted
             await http.post(path, content=raw, headers={**headers, "Content-Type": "application/json"})
         work_before = await database_work(http)
+        cpu_before = cpu_seconds(args.server_pid)
 
         async def send(raw: bytes, headers: dict[str, str], due: float) -> None:
             nonlocal failures
@@ -171,12 +189,14 @@ async def stream(
             await asyncio.gather(*(on_time(i, raw, headers) for i, (raw, headers) in enumerate(payloads)))
         elapsed = time.perf_counter() - started
         work_after = await database_work(http)
+        cpu = cpu_seconds(args.server_pid) - cpu_before
     work = {name: (work_after[name] - work_before[name]) / args.requests for name, _ in WORK}
     return {
         "p50": percentile(latencies, 0.50),
         "p99": percentile(latencies, 0.99),
         "rps": len(latencies) / elapsed,
         "failures": failures,
+        "cpu_ms": cpu * 1000 / args.requests,
         **work,
     }
 
@@ -264,7 +284,7 @@ async def measure(args: argparse.Namespace, base: str, database_url: str) -> boo
         + f", {backend}"
     )
     work = "db work per request: write tx, read tx, statements" + (" (turns included)" if args.workers else "")
-    print(f"{'platform':<10} {'ack p50':>9} {'ack p99':>9} {'req/s':>8}  {'stored':<10} {work}")
+    print(f"{'platform':<10} {'ack p50':>9} {'ack p99':>9} {'req/s':>8} {'cpu/req':>8}  {'stored':<10} {work}")
     ok = True
     for name, path, make in (
         ("telegram", "/webhooks/telegram/bench-telegram", telegram_payload),
@@ -276,7 +296,8 @@ async def measure(args: argparse.Namespace, base: str, database_url: str) -> boo
         ok &= exact
         verdict = "" if exact else f"  FAILED ({int(figures['failures'])} non-200)"
         print(
-            f"{name:<10} {figures['p50']:>7.1f}ms {figures['p99']:>7.1f}ms {figures['rps']:>8.0f}  "
+            f"{name:<10} {figures['p50']:>7.1f}ms {figures['p99']:>7.1f}ms {figures['rps']:>8.0f} "
+            f"{figures['cpu_ms']:>6.2f}ms  "
             f"{f'{stored - 5}/{args.requests}':<10} "
             f"{figures['write']:.2f}, {figures['read']:.2f}, {figures['statements']:.1f}{verdict}"
         )
@@ -289,6 +310,7 @@ def main(args: argparse.Namespace) -> int:
     if args.database_url:
         asyncio.run(reset_postgres(database_url))
     server, base = start_server(args, tmp, database_url)
+    args.server_pid = server.pid
     try:
         ok = asyncio.run(measure(args, base, database_url))
     finally:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from frontdesk.errors import NotFoundError
 from frontdesk.ingestion.events import InboundMessage
@@ -27,6 +27,8 @@ from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversatio
 PROCESS_CONVERSATION = "process_conversation"
 PREPARE_MEDIA = "prepare_media"  # ``ingestion.preparation``: re-host, transcribe, mark ready
 _ATTEMPTS = 3  # concurrent first messages of a new contact can collide on its unique keys
+_ACCOUNTS, _CONTACTS = cast(Table, ChannelAccount.__table__), cast(Table, Contact.__table__)
+_CONVERSATIONS, _MESSAGES = cast(Table, Conversation.__table__), cast(Table, Message.__table__)
 
 
 CONVERSATION_JOB_KEY_PREFIX = "conversation:"
@@ -95,116 +97,127 @@ class Ingestor:
         raise AssertionError("unreachable")
 
     async def _ingest(self, session: AsyncSession, event: InboundMessage, channel: str | None) -> IngestResult:
+        # SQLAlchemy Core on the session's connection: the ORM's identity map and unit of work
+        # cost more CPU than the four statements themselves, on the path every webhook waits on.
+        connection = await session.connection()
         # One round trip for the account and, when they exist, the contact and its conversation.
         found = (
-            await session.execute(
-                select(ChannelAccount, Contact, Conversation)
-                .outerjoin(
-                    Contact,
-                    (Contact.channel_account_id == ChannelAccount.id)
-                    & (Contact.external_id == event.contact_external_id),
+            await connection.execute(
+                select(_ACCOUNTS.c.tenant_id, _ACCOUNTS.c.channel, _CONTACTS.c.id, _CONVERSATIONS.c.id)
+                .select_from(
+                    _ACCOUNTS.outerjoin(
+                        _CONTACTS,
+                        (_CONTACTS.c.channel_account_id == _ACCOUNTS.c.id)
+                        & (_CONTACTS.c.external_id == event.contact_external_id),
+                    ).outerjoin(
+                        _CONVERSATIONS,
+                        (_CONVERSATIONS.c.contact_id == _CONTACTS.c.id)
+                        & (_CONVERSATIONS.c.channel_account_id == _ACCOUNTS.c.id),
+                    )
                 )
-                .outerjoin(
-                    Conversation,
-                    (Conversation.contact_id == Contact.id) & (Conversation.channel_account_id == ChannelAccount.id),
-                )
-                .where(ChannelAccount.id == event.channel_account_id)
+                .where(_ACCOUNTS.c.id == event.channel_account_id)
             )
         ).first()
-        if found is None or (channel is not None and found[0].channel != channel):
+        if found is None or (channel is not None and found[1] != channel):
             raise NotFoundError(f"no {channel or 'such'} channel account {event.channel_account_id!r}")
-        account, contact, conversation = found
-        dialect = session.get_bind().dialect.name
-        if conversation is not None and dialect == "postgresql":
+        tenant_id, _channel, contact_id, conversation_id = found
+        dialect = connection.dialect.name
+        if conversation_id is not None and dialect == "postgresql":
             # Stamp the message under a share lock on its conversation: the turn's lease UPDATE
             # waits for it, so no turn judges the conversation quiet while a message stamped
             # earlier is still uncommitted (see ingestion/lease.py). SQLite's write lock does this.
             # Never UPDATE the conversation after this in the same transaction: two ingests
             # upgrading their share locks would deadlock each other.
-            await session.execute(
-                select(Conversation.id).where(Conversation.id == conversation.id).with_for_update(read=True)
+            await connection.execute(
+                select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id == conversation_id).with_for_update(read=True)
             )
         now = self._clock.now()
-        if contact is None:
-            contact = Contact(
-                id=new_id("ct"),
-                tenant_id=account.tenant_id,
-                channel_account_id=account.id,
-                external_id=event.contact_external_id,
-                display_name=event.contact_name,
-                created_at=now,
+        if contact_id is None:
+            contact_id = new_id("ct")
+            await connection.execute(
+                insert(_CONTACTS).values(
+                    id=contact_id,
+                    tenant_id=tenant_id,
+                    channel_account_id=event.channel_account_id,
+                    external_id=event.contact_external_id,
+                    display_name=event.contact_name,
+                    created_at=now,
+                )
             )
-            session.add(contact)
-            await session.flush()
-        started = conversation is None
-        if conversation is None:
-            conversation = Conversation(
-                id=new_id("conv"),
-                tenant_id=account.tenant_id,
-                channel_account_id=account.id,
-                contact_id=contact.id,
-                ai_enabled=True,
-                version=0,
-                created_at=now,
-                updated_at=now,
+        started = conversation_id is None
+        if conversation_id is None:
+            conversation_id = new_id("conv")
+            await connection.execute(
+                insert(_CONVERSATIONS).values(
+                    id=conversation_id,
+                    tenant_id=tenant_id,
+                    channel_account_id=event.channel_account_id,
+                    contact_id=contact_id,
+                    ai_enabled=True,
+                    version=0,
+                    created_at=now,
+                    updated_at=now,
+                )
             )
-            session.add(conversation)
-        await session.flush()
         # The unique index decides: a redelivery inserts nothing (and logs no database error).
-        insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+        upsert = sqlite_insert if dialect == "sqlite" else postgresql_insert
         meta = dict(event.metadata)
         if event.media is not None:
             meta["media"] = event.media.model_dump(exclude_none=True)
-        message_id = await session.scalar(
-            insert(Message)
-            .values(
-                conversation_id=conversation.id,
-                channel_account_id=account.id,
-                channel_message_id=event.channel_message_id,
-                role="user",
-                content_type=event.content_type,
-                content=event.text,
-                meta=meta,
-                status=event.status,
-                created_at=now,
+        message_id = (
+            await connection.execute(
+                upsert(_MESSAGES)
+                .values(
+                    conversation_id=conversation_id,
+                    channel_account_id=event.channel_account_id,
+                    channel_message_id=event.channel_message_id,
+                    role="user",
+                    content_type=event.content_type,
+                    content=event.text,
+                    metadata=meta,  # the column (the mapped attribute is ``meta``)
+                    status=event.status,
+                    created_at=now,
+                )
+                .on_conflict_do_nothing(index_elements=["channel_account_id", "channel_message_id"])
+                .returning(_MESSAGES.c.id)
             )
-            .on_conflict_do_nothing(index_elements=["channel_account_id", "channel_message_id"])
-            .returning(Message.id)
-        )
+        ).scalar()
         if message_id is None:
-            return await self._duplicate(session, event)
+            return await self._duplicate(connection, event)
         if event.status == "pending" and event.media is not None:
             # Pending-first (invariant 4): the row and the job that resolves it commit together.
             await self._queue.enqueue(session, PREPARE_MEDIA, {"message_id": message_id}, key=f"media:{message_id}")
-        await queue_turn(self._queue, session, conversation.id, delay_s=self._turn_delay_s)
+        await queue_turn(self._queue, session, conversation_id, delay_s=self._turn_delay_s)
         return IngestResult(
-            MessageId(message_id), ConversationId(conversation.id), duplicate=False, new_conversation=started
+            MessageId(message_id), ConversationId(conversation_id), duplicate=False, new_conversation=started
         )
 
     async def _stored_already(self, event: InboundMessage, channel: str | None) -> IngestResult | None:
         """A redelivery, recognised without a write transaction: on SQLite a storm of them would
         otherwise queue for the write lock behind (and in front of) new messages and turns. The
         unique index still decides for a redelivery that races its first delivery."""
-        query = select(Message.id, Message.conversation_id, Message.content).where(
-            Message.channel_account_id == event.channel_account_id,
-            Message.channel_message_id == event.channel_message_id,
+        query = select(_MESSAGES.c.id, _MESSAGES.c.conversation_id, _MESSAGES.c.content).where(
+            _MESSAGES.c.channel_account_id == event.channel_account_id,
+            _MESSAGES.c.channel_message_id == event.channel_message_id,
         )
         if channel is not None:
-            query = query.join(ChannelAccount, ChannelAccount.id == Message.channel_account_id).where(
-                ChannelAccount.channel == channel
+            query = query.join(_ACCOUNTS, _ACCOUNTS.c.id == _MESSAGES.c.channel_account_id).where(
+                _ACCOUNTS.c.channel == channel
             )
         async with self._db.read() as session:
-            row = (await session.execute(query)).first()
+            row = (await (await session.connection()).execute(query)).first()
         return None if row is None else _redelivery(row.id, row.conversation_id, row.content, event)
 
-    async def _duplicate(self, session: AsyncSession, event: InboundMessage) -> IngestResult:
+    async def _duplicate(self, connection: AsyncConnection, event: InboundMessage) -> IngestResult:
         """The earlier row of a redelivered message."""
-        existing = await session.scalar(
-            select(Message).where(
-                Message.channel_account_id == event.channel_account_id,
-                Message.channel_message_id == event.channel_message_id,
+        existing = (
+            await connection.execute(
+                select(_MESSAGES.c.id, _MESSAGES.c.conversation_id, _MESSAGES.c.content).where(
+                    _MESSAGES.c.channel_account_id == event.channel_account_id,
+                    _MESSAGES.c.channel_message_id == event.channel_message_id,
+                )
             )
-        )
+        ).first()
         if existing is None:  # the conflict was on this very key, so the row exists
             raise AssertionError(f"conflict without a row for {event.channel_message_id!r}")
         return _redelivery(existing.id, existing.conversation_id, existing.content, event)
