@@ -205,6 +205,16 @@ def new_vault_key() -> str:
 # -- the servers
 
 
+def children_of(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid`` (Linux: from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.add(int(stat.parent.name))
+    return found
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
@@ -219,7 +229,9 @@ class Server:
     port: int
     log_path: Path
     proc: asyncio.subprocess.Process | None = None
-    pids: list[int] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)  # its HTTP process, one per start
+    # HTTP process pid -> the worker processes it started (whose pids the leases carry)
+    children: dict[int, set[int]] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
@@ -244,11 +256,13 @@ class Server:
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,  # ``kill`` takes its worker processes with it
             )
         self.pids.append(self.proc.pid)
 
     async def wait_healthy(self) -> float:
-        """Seconds until ``/healthz`` answered 200 (bounded)."""
+        """Seconds until ``/healthz`` answered 200 (bounded); its worker processes are running by
+        then (``serve`` starts them before it listens), and are remembered."""
         started = time.monotonic()
         async with httpx2.AsyncClient(base_url=self.base, trust_env=False, timeout=2.0) as client:
             while time.monotonic() - started < HEALTH_TIMEOUT_S:
@@ -257,14 +271,25 @@ class Server:
                     raise SystemExit(f"{self.name} exited with {code} before it was healthy:\n{self.tail()}")
                 with contextlib.suppress(httpx2.TransportError):
                     if (await client.get("/healthz")).status_code == 200:
+                        self.family()
                         return time.monotonic() - started
                 await asyncio.sleep(0.1)
         raise SystemExit(f"{self.name} not healthy within {HEALTH_TIMEOUT_S:.0f}s:\n{self.tail()}")
 
+    def family(self) -> set[int]:
+        """The pids of this start: its HTTP process and the worker processes it started."""
+        if self.proc is None:
+            return set()
+        if self.proc.returncode is None:
+            self.children.setdefault(self.proc.pid, set()).update(children_of(self.proc.pid))
+        return {self.proc.pid, *self.children.get(self.proc.pid, set())}
+
     async def kill(self) -> None:
-        """``kill -9``."""
+        """``kill -9`` of the whole instance (its HTTP process and its worker processes), as when
+        its machine dies."""
         if self.proc is not None and self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGKILL)
+            self.family()  # remembered: the turns it wrote are told apart afterwards
+            os.killpg(self.proc.pid, signal.SIGKILL)
             await asyncio.wait_for(self.proc.wait(), 10)
 
     async def stop(self) -> None:

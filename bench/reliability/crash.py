@@ -128,7 +128,7 @@ async def deliver(client: httpx2.AsyncClient, servers: list[Server], m: Message,
 @dataclass
 class Kill:
     victim: int
-    pid: int
+    pids: set[int]  # the killed instance's processes
     at: float  # monotonic
     wall: datetime
     after_s: float  # since the first webhook
@@ -169,7 +169,7 @@ async def kill_when_busy(
         in_flight = len({cid for _, cid in pending})
         held = await leases(engine, accounts)
         delivering = await sending(engine, accounts) if held else set()
-        current = {s.pids[-1]: i for i, s in enumerate(servers)}
+        current = {pid: i for i, s in enumerate(servers) for pid in s.family()}
         running = Counter(current[pid] for pid in held.values() if pid in current)
         mid_delivery = Counter(current[pid] for cid, pid in held.items() if pid in current and cid in delivering)
         if ready_since is None and (in_flight >= args.min_in_flight or (burst_done.is_set() and in_flight < best)):
@@ -178,15 +178,15 @@ async def kill_when_busy(
         aimed = ready_since is not None and (mid_delivery or time.monotonic() - ready_since > args.aim_s)
         if aimed and running:
             victim, _ = max((mid_delivery or running).items(), key=lambda i: (i[1], running[i[0]], -i[0]))
-            pid = servers[victim].pids[-1]
+            pids = servers[victim].family()
             kill = Kill(
                 victim=victim,
-                pid=pid,
+                pids=pids,
                 at=time.monotonic(),
                 wall=datetime.now(UTC),
                 after_s=time.monotonic() - started,
                 in_flight=in_flight,
-                running=sorted(cid for cid, owner in held.items() if owner == pid),
+                running=sorted(cid for cid, owner in held.items() if owner in pids),
                 pending=pending,
                 unacked=sum(1 for m in first_wave if not m.acked),
                 delivering=mid_delivery[victim],
@@ -380,10 +380,10 @@ def victim_turns(r: Run) -> Counter[str]:
             answered_by["none left (its reply was committed, on its way)"] += 1
         elif None in pids:
             answered_by["nobody"] += 1
-        elif r.kill.pid in pids:
+        elif r.kill.pids & pids:
             # A dead process commits nothing: it did in the instant between the bench's read and the kill.
             answered_by["itself, just before the kill"] += 1
-        elif pids <= {victim.pids[-1]}:
+        elif pids <= {victim.pids[-1], *victim.children.get(victim.pids[-1], set())}:
             answered_by["the restarted instance"] += 1
         else:
             answered_by["other instances"] += 1
@@ -414,8 +414,9 @@ def report(args: argparse.Namespace, r: Run) -> int:
         f"seed {args.seed}"
     )
     print(
-        f"kill -9: {victim.name} (pid {kill.pid}) {kill.after_s:.1f} s after the first webhook, with {kill.in_flight} "
-        f"turns in flight ({len(kill.running)} running on it, {kill.delivering} of them delivering; "
+        f"kill -9: {victim.name} (pids {sorted(kill.pids)}) {kill.after_s:.1f} s after the first webhook, "
+        f"with {kill.in_flight} turns in flight ({len(kill.running)} running on it, "
+        f"{kill.delivering} of them delivering; "
         f"{kill.unacked} first-wave webhooks not yet acknowledged)"
     )
     print(

@@ -71,7 +71,7 @@ async def test_a_redelivery_storm_over_three_instances_stores_and_answers_every_
 async def test_killing_an_instance_with_turns_in_flight_loses_nothing_and_answers_nothing_twice() -> None:
     output = await run_bench("crash.py")
 
-    assert re.search(r"^kill -9: instance\d \(pid \d+\)", output, re.MULTILINE), output
+    assert re.search(r"^kill -9: instance\d \(pids \[\d+(, \d+)*\]\)", output, re.MULTILINE), output
     for label in (
         "inbound messages lost",
         "turns answered more than once",

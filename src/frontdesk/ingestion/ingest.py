@@ -6,6 +6,8 @@ idempotency: a redelivered message finds its earlier row and changes nothing.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -27,6 +29,10 @@ from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversatio
 PROCESS_CONVERSATION = "process_conversation"
 PREPARE_MEDIA = "prepare_media"  # ``ingestion.preparation``: re-host, transcribe, mark ready
 _ATTEMPTS = 3  # concurrent first messages of a new contact can collide on its unique keys
+# Messages whose redelivery is recognised in memory (about 200 bytes each): platforms redeliver
+# within minutes, so the last tens of thousands cover a storm.
+RECENT_DELIVERIES = 50_000
+_DeliveryKey = tuple[str | None, str, str]
 _ACCOUNTS, _CONTACTS = cast(Table, ChannelAccount.__table__), cast(Table, Contact.__table__)
 _CONVERSATIONS, _MESSAGES = cast(Table, Conversation.__table__), cast(Table, Message.__table__)
 
@@ -70,6 +76,11 @@ class Ingestor:
         self._queue = queue
         self._clock = clock
         self._turn_delay_s = turn_delay_s
+        # (channel, account, platform message id) -> (row id, conversation id, text digest) of
+        # the messages this process stored last, oldest first.
+        self._recent: collections.OrderedDict[_DeliveryKey, tuple[MessageId, ConversationId, bytes]] = (
+            collections.OrderedDict()
+        )
 
     async def channel_account(self, channel_account_id: str, channel: str) -> ChannelAccount:
         async with self._db.read() as session:
@@ -79,10 +90,20 @@ class Ingestor:
         return account
 
     async def ingest(self, event: InboundMessage, *, channel: str | None = None) -> IngestResult:
-        """Store ``event`` and queue its turn. ``channel``: refuse (404) an account of another channel."""
-        stored = await self._stored_already(event, channel)
-        if stored is not None:
-            return stored
+        """Store ``event`` and queue its turn, in one write transaction. ``channel``: refuse (404)
+        an account of another channel.
+
+        A redelivery of a message this process stored is answered from memory, without the
+        database: on SQLite every write waits for one lock, and a storm of redeliveries (a
+        platform retrying what it sent while we were slow) would queue behind new messages and
+        turns. Any other redelivery (stored by another instance, or before a restart) is found by
+        the unique index in the write transaction."""
+        key = (channel, event.channel_account_id, event.channel_message_id)
+        known = self._recent.get(key)
+        if known is not None:
+            self._recent.move_to_end(key)
+            message_id, conversation_id, digest = known
+            return IngestResult(message_id, conversation_id, duplicate=True, same_content=digest == _digest(event.text))
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._db.transaction() as session:
@@ -93,8 +114,14 @@ class Ingestor:
                 continue  # another writer inserted the same contact/conversation/message: re-read
             if not result.duplicate:
                 self._queue.notify()
+                self._remember(key, result, event.text)
             return result
         raise AssertionError("unreachable")
+
+    def _remember(self, key: _DeliveryKey, result: IngestResult, text: str | None) -> None:
+        self._recent[key] = (result.message_id, result.conversation_id, _digest(text))
+        if len(self._recent) > RECENT_DELIVERIES:
+            self._recent.popitem(last=False)
 
     async def _ingest(self, session: AsyncSession, event: InboundMessage, channel: str | None) -> IngestResult:
         # SQLAlchemy Core on the session's connection: the ORM's identity map and unit of work
@@ -192,22 +219,6 @@ class Ingestor:
             MessageId(message_id), ConversationId(conversation_id), duplicate=False, new_conversation=started
         )
 
-    async def _stored_already(self, event: InboundMessage, channel: str | None) -> IngestResult | None:
-        """A redelivery, recognised without a write transaction: on SQLite a storm of them would
-        otherwise queue for the write lock behind (and in front of) new messages and turns. The
-        unique index still decides for a redelivery that races its first delivery."""
-        query = select(_MESSAGES.c.id, _MESSAGES.c.conversation_id, _MESSAGES.c.content).where(
-            _MESSAGES.c.channel_account_id == event.channel_account_id,
-            _MESSAGES.c.channel_message_id == event.channel_message_id,
-        )
-        if channel is not None:
-            query = query.join(_ACCOUNTS, _ACCOUNTS.c.id == _MESSAGES.c.channel_account_id).where(
-                _ACCOUNTS.c.channel == channel
-            )
-        async with self._db.read() as session:
-            row = (await (await session.connection()).execute(query)).first()
-        return None if row is None else _redelivery(row.id, row.conversation_id, row.content, event)
-
     async def _duplicate(self, connection: AsyncConnection, event: InboundMessage) -> IngestResult:
         """The earlier row of a redelivered message."""
         existing = (
@@ -284,6 +295,10 @@ def reopened(message: Message) -> bool:
 async def ai_answers(session: AsyncSession, conversation_id: str) -> bool:
     """The AI answers this conversation (no person has taken it), as of this transaction."""
     return bool(await session.scalar(select(Conversation.ai_enabled).where(Conversation.id == conversation_id)))
+
+
+def _digest(text: str | None) -> bytes:
+    return hashlib.blake2b((text or "").encode(), digest_size=16).digest()
 
 
 def _redelivery(message_id: int, conversation_id: str, content: str | None, event: InboundMessage) -> IngestResult:
