@@ -185,6 +185,7 @@ async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event
     try:
         if pool is not None:
             runtime.queue.wake_elsewhere(pool.wake)
+            runtime.db.favour_writes()  # on SQLite an acknowledgement never queues behind a run of turns
             await pool.start()
         async with _metrics_listener(
             None if metrics is None else create_metrics_app(runtime, metrics, others=others), settings

@@ -105,3 +105,40 @@ async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_proces
 async def write_with(db: Database) -> None:
     async with db.transaction() as session:
         await session.execute(select(Tenant.id))
+
+
+async def test_the_http_processs_write_goes_before_a_worker_process_write_that_came_later(two_processes, database_url):
+    # serve's HTTP process favours its writes: a webhook's acknowledgement waits for the
+    # transaction under way, never for a run of the worker process's turn transactions.
+    worker, edge = two_processes
+    edge.favour_writes()
+    later_worker = Database.from_url(database_url)  # another worker writer, arriving after the edge
+    order: list[str] = []
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with worker.transaction():
+            holding.set()
+            await release.wait()
+
+    async def write(db: Database, name: str) -> None:
+        async with db.transaction() as session:
+            await session.execute(select(Tenant.id))
+            order.append(name)
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    try:
+        edge_write = asyncio.create_task(write(edge, "edge"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        worker_write = asyncio.create_task(write(later_worker, "worker"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        release.set()
+        await holder
+        await asyncio.wait_for(asyncio.gather(edge_write, worker_write), 10)
+    finally:
+        await later_worker.dispose()
+
+    assert order == ["edge", "worker"]

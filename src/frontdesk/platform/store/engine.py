@@ -133,6 +133,12 @@ class Database:
         # a lock file, the other processes' on the same file) instead of in SQLite's busy handler.
         self._write_lock = SqliteWriteLock(engine.url.database) if engine.dialect.name == "sqlite" else None
 
+    def favour_writes(self) -> None:
+        """On SQLite, this process's writes go before those of other processes sharing the file
+        (``serve``'s HTTP process, whose acknowledgements wait on them, over its worker processes)."""
+        if self._write_lock is not None:
+            self._write_lock.favoured = True
+
     @classmethod
     def from_url(cls, database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> Database:
         return cls(create_engine(database_url, pool_size=pool_size))
