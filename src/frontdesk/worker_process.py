@@ -37,8 +37,14 @@ def worker_process_count(settings: Settings) -> int:
     return max(1, min(MAX_AUTO_PROCESSES, (os.cpu_count() or 2) - 1))
 
 
+# Turns yield the CPU to the HTTP process when both want it (a webhook's acknowledgement is what a
+# platform times out on; a turn's reply is seconds anyway): nice 10 weighs about a tenth.
+WORKER_NICENESS = 10
+
+
 def run_worker_process(sock: socket.socket, index: int, settings: Settings) -> None:
     """The spawned process's entry point."""
+    os.nice(WORKER_NICENESS)
     configure_logging(settings.log_format, settings.log_level)
     try:
         asyncio.run(_work(sock, index, settings))
