@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, exists, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, exists, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
@@ -263,38 +263,24 @@ class JobQueue:
         """Jobs whose worker stopped renewing its lease (a dead process) go back in the queue, at
         their old place: ``run_after`` is left as it was (due long ago), so the customers whose
         turn was interrupted are served first, not after the backlog that built up meanwhile."""
-        now = self._clock.now()
-        async with self._db.transaction() as session:
-            stale = (
-                await session.scalars(
-                    select(Job).where(Job.status == RUNNING, Job.locked_until < now).with_for_update(skip_locked=True)
-                )
-            ).all()
-            for job in stale:
-                job.status = DEAD if job.attempts >= job.max_attempts else QUEUED
-                job.last_error = f"abandoned by {job.locked_by} (lease expired)"
-                job.locked_by = None
-                job.locked_until = None
-                job.updated_at = now
-        lock_taken_over("job", len(stale))
-        return len(stale)
+        return await self._abandon(Job.locked_until < self._clock.now(), "lease expired")
 
     async def requeue_of(self, worker: str) -> int:
         """The running jobs of a worker known to be dead (``serve`` saw its worker process exit)
         go back in the queue now, as ``requeue_abandoned`` would once their leases ran out; the
         attempt counts (a job that kills its process must not kill the next one forever)."""
+        return await self._abandon(Job.locked_by.startswith(f"{worker}/", autoescape=True), "its process died")
+
+    async def _abandon(self, which: ColumnElement[bool], why: str) -> int:
+        """The running jobs ``which`` picks, queued again (dead past their attempts)."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             held = (
-                await session.scalars(
-                    select(Job)
-                    .where(Job.status == RUNNING, Job.locked_by.startswith(f"{worker}/", autoescape=True))
-                    .with_for_update(skip_locked=True)
-                )
+                await session.scalars(select(Job).where(Job.status == RUNNING, which).with_for_update(skip_locked=True))
             ).all()
             for job in held:
                 job.status = DEAD if job.attempts >= job.max_attempts else QUEUED
-                job.last_error = f"abandoned by {job.locked_by} (its process died)"
+                job.last_error = f"abandoned by {job.locked_by} ({why})"
                 job.locked_by = None
                 job.locked_until = None
                 job.updated_at = now
