@@ -166,7 +166,8 @@ class WorkerPool:
             elif kind == READY:
                 worker.identity = payload.decode() or None
                 worker.ready.set()
-        # The link closed: the worker has gone (or is going).
+        # The link closed: the worker has gone (or is going): no wake-up or scrape waits on it.
+        worker.ready.clear()
         await asyncio.to_thread(worker.process.join, 5.0)
         if self._stopping:
             return
