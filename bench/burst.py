@@ -14,7 +14,7 @@ prints:
 * redeliveries: every message is POSTed once more with the same id; that must add no message
   rows, no runs and no replies ("redeliveries: N, new replies: 0");
 * held connections: the most event streams open at once; lost messages: acknowledged with 202
-  but not stored, or never answered (must be 0); peak RSS of each self-hosted server process
+  but not stored, or never answered (must be 0); peak RSS of each self-hosted server's processes (HTTP, workers)
   (``VmHWM``, Linux).
 
 Counts come from the database directly (read-only queries), after waiting until the system is
