@@ -10,6 +10,8 @@ waits never leaves the lock held.
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event, select
@@ -19,10 +21,16 @@ from frontdesk.platform.store.schema import Tenant
 
 
 @pytest.fixture
-async def two_processes(database_url: str):
-    if not database_url.startswith("sqlite"):
-        pytest.skip("the writer lock file is SQLite's")
-    first, second = Database.from_url(database_url), Database.from_url(database_url)
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """A migrated SQLite file of this test's own (the lock files are SQLite's: no PostgreSQL run)."""
+    path = tmp_path / "frontdesk.db"
+    shutil.copy(sqlite_template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture
+async def two_processes(sqlite_url: str):
+    first, second = Database.from_url(sqlite_url), Database.from_url(sqlite_url)
     try:
         yield first, second
     finally:
@@ -70,7 +78,7 @@ async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_
     assert second_began == ["BEGIN IMMEDIATE"]
 
 
-async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_processes, database_url):
+async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_processes, sqlite_url):
     first, second = two_processes
     holding, release = asyncio.Event(), asyncio.Event()
 
@@ -94,7 +102,7 @@ async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_proces
     release.set()
     await holder
 
-    third = Database.from_url(database_url)  # another process, after both
+    third = Database.from_url(sqlite_url)  # another process, after both
     try:
         await asyncio.wait_for(write_with(third), 10)
         await asyncio.wait_for(write_with(second), 10)
@@ -107,12 +115,12 @@ async def write_with(db: Database) -> None:
         await session.execute(select(Tenant.id))
 
 
-async def test_the_http_processs_write_goes_before_a_worker_process_write_that_came_later(two_processes, database_url):
+async def test_the_http_processs_write_goes_before_a_worker_process_write_that_came_later(two_processes, sqlite_url):
     # serve's HTTP process favours its writes: a webhook's acknowledgement waits for the
     # transaction under way, never for a run of the worker process's turn transactions.
     worker, edge = two_processes
     edge.favour_writes()
-    later_worker = Database.from_url(database_url)  # another worker writer, arriving after the edge
+    later_worker = Database.from_url(sqlite_url)  # another worker writer, arriving after the edge
     order: list[str] = []
     holding, release = asyncio.Event(), asyncio.Event()
 
