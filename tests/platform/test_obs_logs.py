@@ -17,6 +17,7 @@ from logging_kit import logging_restored
 
 from frontdesk.app import create_app
 from frontdesk.platform.observability import Observability, configure_logging, log_context, stage
+from frontdesk.platform.observability.logs import JsonFormatter, TextFormatter
 from frontdesk.settings import Settings
 from harness import make_runtime, reply
 
@@ -107,3 +108,25 @@ def test_text_lines_name_the_trace_and_reconfiguring_keeps_one_handler():
     assert first.getvalue() == ""
     line = second.getvalue().strip()
     assert line.endswith(f"INFO frontdesk.test: hello [trace {span.get_span_context().trace_id:032x}]")
+
+
+def test_a_line_written_in_a_worker_process_says_which_one():
+    # serve's worker processes log to the same stream as its HTTP process: an operator reading a
+    # failed turn must know which process wrote it (the one whose pid the lease names).
+    text, json_lines = io.StringIO(), io.StringIO()
+
+    def record(process_name: str) -> logging.LogRecord:
+        made = logging.LogRecord("frontdesk.turns", logging.INFO, __file__, 1, "turn finished", None, None)
+        made.processName = process_name
+        return made
+
+    for formatter, out in ((TextFormatter(), text), (JsonFormatter(), json_lines)):
+        for name in ("frontdesk-worker-1", "MainProcess"):
+            out.write(formatter.format(record(name)) + "\n")
+
+    from_worker, from_http = text.getvalue().splitlines()
+    assert from_worker.endswith("INFO frontdesk.turns: turn finished [worker process 1]")
+    assert from_http.endswith("INFO frontdesk.turns: turn finished")
+    worker_json, http_json = (json.loads(line) for line in json_lines.getvalue().splitlines())
+    assert worker_json["worker_process"] == "1"
+    assert "worker_process" not in http_json

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from frontdesk.platform.observability.logs import WORKER_PROCESS_PREFIX
 from frontdesk.platform.process_link import CHANGED, METRICS, METRICS_ASK, READY, WAKE, ProcessLink
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class WorkerPool:
     async def _spawn(self, index: int) -> None:
         ours, theirs = socket.socketpair()
         process = self._context.Process(
-            target=self._target, args=(theirs, index, *self._args), name=f"frontdesk-worker-{index}", daemon=True
+            target=self._target, args=(theirs, index, *self._args), name=f"{WORKER_PROCESS_PREFIX}{index}", daemon=True
         )
         process.start()
         theirs.close()

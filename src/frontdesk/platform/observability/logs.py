@@ -46,6 +46,15 @@ def log_context(conversation_id: str) -> Iterator[None]:
         _conversation_id.reset(token)
 
 
+WORKER_PROCESS_PREFIX = "frontdesk-worker-"  # platform/worker_pool.py names its processes so
+
+
+def _worker_process(record: logging.LogRecord) -> str | None:
+    """Which of ``serve``'s worker processes wrote the line (None: the HTTP process, or any other)."""
+    name = record.processName or ""
+    return name.removeprefix(WORKER_PROCESS_PREFIX) if name.startswith(WORKER_PROCESS_PREFIX) else None
+
+
 def correlation() -> dict[str, str]:
     """The current trace id, span id and conversation id, as far as they are known."""
     found: dict[str, str] = {}
@@ -60,7 +69,8 @@ def correlation() -> dict[str, str]:
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "message", trace_id?, span_id?, conversation_id?, ...extra}``."""
+    """``{"time", "level", "logger", "message", worker_process?, trace_id?, span_id?,
+    conversation_id?, ...extra}``."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
@@ -69,6 +79,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        worker = _worker_process(record)
+        if worker is not None:
+            line["worker_process"] = worker
         line.update(correlation())
         for key, value in vars(record).items():
             if key not in _RECORD_ATTRIBUTES and key not in line:
@@ -83,13 +96,17 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """The classic line, with the trace id appended when there is one (to find the turn's spans)."""
+    """The classic line, with the worker process that wrote it and the trace id appended when
+    there are (to find the turn's spans)."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
+        worker = _worker_process(record)
+        if worker is not None:
+            text += f" [worker process {worker}]"
         ids = correlation()
         if "trace_id" in ids:
             text += f" [trace {ids['trace_id']}]"
