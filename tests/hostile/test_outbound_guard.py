@@ -292,16 +292,16 @@ class _RecordingStream(httpcore2.AsyncNetworkStream):
         self._network = network
         self._answer = [OK]
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109  # httpcore2's signature (above)
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109  # overrides httpcore2's method: its timeout parameter stays
         return self._answer.pop() if self._answer else b""
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109  # httpcore2's signature (above)
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109  # overrides httpcore2's method: its timeout parameter stays
         self._network.sent += buffer
 
     async def aclose(self) -> None:
         return None
 
-    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None):  # noqa: ASYNC109  # httpcore2's signature (above)
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None):  # noqa: ASYNC109  # overrides httpcore2's method: its timeout parameter stays
         self._network.tls_names.append(server_hostname)
         return self
 

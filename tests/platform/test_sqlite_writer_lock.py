@@ -10,12 +10,14 @@ waits never leaves the lock held.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import shutil
 from pathlib import Path
 
 import pytest
 from sqlalchemy import event, select
 
+from frontdesk.platform.store import sqlite_lock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Tenant
 
@@ -38,6 +40,39 @@ async def two_processes(sqlite_url: str):
         await second.dispose()
 
 
+class LockWaits:
+    """Counts writers that began to wait for a lock file (a blocking ``flock``, run in a thread),
+    so a test waits for that moment instead of yielding and hoping."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.count = 0
+        self._changed = asyncio.Event()
+
+    def began(self) -> None:  # on the event loop
+        self.count += 1
+        self._changed.set()
+
+    async def until(self, count: int) -> None:
+        while self.count < count:
+            self._changed.clear()
+            await asyncio.wait_for(self._changed.wait(), 10)
+
+
+@pytest.fixture
+async def lock_waits(monkeypatch: pytest.MonkeyPatch) -> LockWaits:
+    waits = LockWaits(asyncio.get_running_loop())
+    real = fcntl.flock
+
+    def flock(fd: int, operation: int) -> None:
+        if operation == fcntl.LOCK_EX:  # blocking: the lock was taken when tried without waiting
+            waits._loop.call_soon_threadsafe(waits.began)
+        real(fd, operation)
+
+    monkeypatch.setattr(sqlite_lock.fcntl, "flock", flock)
+    return waits
+
+
 def begins(db: Database) -> list[str]:
     sent: list[str] = []
 
@@ -49,7 +84,9 @@ def begins(db: Database) -> list[str]:
     return sent
 
 
-async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_the_first_commits(two_processes):
+async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_the_first_commits(
+    two_processes, lock_waits
+):
     first, second = two_processes
     second_began = begins(second)
     holding, release = asyncio.Event(), asyncio.Event()
@@ -67,8 +104,7 @@ async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_
     holder = asyncio.create_task(hold())
     await holding.wait()
     writer = asyncio.create_task(write())
-    for _ in range(20):  # let the writer run as far as it can
-        await asyncio.sleep(0)
+    await lock_waits.until(1)  # the writer waits for the lock file
     waited_outside_sqlite = list(second_began)
     release.set()
     await holder
@@ -78,7 +114,7 @@ async def test_a_second_processs_writer_waits_for_the_lock_file_and_writes_once_
     assert second_began == ["BEGIN IMMEDIATE"]
 
 
-async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_processes, sqlite_url):
+async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_processes, sqlite_url, lock_waits):
     first, second = two_processes
     holding, release = asyncio.Event(), asyncio.Event()
 
@@ -94,8 +130,7 @@ async def test_a_writer_cancelled_while_it_waits_leaves_the_lock_free(two_proces
     holder = asyncio.create_task(hold())
     await holding.wait()
     waiting = asyncio.create_task(write())
-    for _ in range(20):
-        await asyncio.sleep(0)
+    await lock_waits.until(1)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
@@ -115,7 +150,9 @@ async def write_with(db: Database) -> None:
         await session.execute(select(Tenant.id))
 
 
-async def test_the_http_processs_write_goes_before_a_worker_process_write_that_came_later(two_processes, sqlite_url):
+async def test_the_http_processs_write_goes_before_a_worker_process_write_that_came_later(
+    two_processes, sqlite_url, lock_waits
+):
     # serve's HTTP process favours its writes: a webhook's acknowledgement waits for the
     # transaction under way, never for a run of the worker process's turn transactions.
     worker, edge = two_processes
@@ -138,11 +175,9 @@ async def test_the_http_processs_write_goes_before_a_worker_process_write_that_c
     await holding.wait()
     try:
         edge_write = asyncio.create_task(write(edge, "edge"))
-        for _ in range(20):
-            await asyncio.sleep(0)
+        await lock_waits.until(1)  # the edge waits for the writer lock, holding the gate
         worker_write = asyncio.create_task(write(later_worker, "worker"))
-        for _ in range(20):
-            await asyncio.sleep(0)
+        await lock_waits.until(2)  # the later worker waits at the gate
         release.set()
         await holder
         await asyncio.wait_for(asyncio.gather(edge_write, worker_write), 10)

@@ -90,9 +90,8 @@ class WorkerPool:
     async def wait_ready(self, timeout_s: float) -> None:
         """Until every worker has started its runner (``TimeoutError`` after ``timeout_s``)."""
         async with asyncio.timeout(timeout_s):
-            while len(self._workers) < self._count or not all(w.ready.is_set() for w in self._workers.values()):
-                await asyncio.gather(*(w.ready.wait() for w in list(self._workers.values())))
-                await asyncio.sleep(0)
+            for index in range(self._count):
+                await self._workers[index].ready.wait()
 
     def wake(self) -> None:
         """Tell one worker, in turn, that a job was queued."""
