@@ -141,6 +141,14 @@ def serve_env(tmp_path: Path, url: str, delay_ms: int, **settings: object) -> di
     )
 
 
+async def message_in_a_turn(http, base: str, db: Database, session: str, text: str) -> tuple[str, str]:
+    """Post ``text`` as ``session``'s message; once a turn holds its conversation, (its id, the owner)."""
+    assert await post_message(http, base, session, "m1", text) == 202
+    conversation_id = await wait_for(lambda: conversation_of(db, session), 10, "the conversation")
+    owner = await wait_for(lambda: lease_holder(db, conversation_id), 20, "a turn holding the lease")
+    return conversation_id, owner
+
+
 async def test_a_worker_process_answers_the_customer_and_the_servers_metrics_count_its_turn(tmp_path, sqlite_url):
     db = Database.from_url(sqlite_url)
     try:
@@ -183,11 +191,9 @@ async def test_a_worker_process_killed_mid_turn_is_replaced_and_the_customer_get
     db = Database.from_url(sqlite_url)
     try:
         async with instances(1, env, tmp_path) as (server,), http_client() as http:
-            assert await post_message(http, server.base, "worker-process-session-2", "m1", "killed") == 202
-            conversation_id = await wait_for(
-                lambda: conversation_of(db, "worker-process-session-2"), 10, "the conversation"
+            conversation_id, owner = await message_in_a_turn(
+                http, server.base, db, "worker-process-session-2", "killed"
             )
-            owner = await wait_for(lambda: lease_holder(db, conversation_id), 20, "a turn holding the lease")
             victim = pid_of_owner(owner)
             assert victim in children_of(server.pid)
             os.kill(victim, signal.SIGKILL)
@@ -212,11 +218,8 @@ async def test_sigterm_lets_the_worker_process_finish_its_turn_and_every_process
     db = Database.from_url(sqlite_url)
     try:
         async with instances(1, env, tmp_path) as (server,), http_client() as http:
-            assert await post_message(http, server.base, "worker-process-session-3", "m1", "drain") == 202
-            conversation_id = await wait_for(
-                lambda: conversation_of(db, "worker-process-session-3"), 10, "the conversation"
-            )
-            await wait_for(lambda: lease_holder(db, conversation_id), 20, "a turn holding the lease")
+            session = "worker-process-session-3"
+            conversation_id, _owner = await message_in_a_turn(http, server.base, db, session, "drain")
             family = {server.pid, *children_of(server.pid)}
             server.signal(signal.SIGTERM)
             code = await server.wait_exit(60)
