@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import httpx2
 import pytest
@@ -21,6 +21,7 @@ from frontdesk.ingestion.events import InboundMessage, MediaRef
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.modality import message_event
 from frontdesk.ingestion.preparation import PREPARE_MEDIA, FetchedMedia, MediaFetcher, MediaPreparer
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.jobs import JobPolicy, JobQueue
 from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.signals import ConversationSignals
@@ -34,20 +35,6 @@ ACCOUNT = "tg-logging-01"
 TOKEN = "7351862094:AAHk-3xVq_SECRET-token-part"
 FILE_PATH = "photos/file_7.jpg"
 Handler = Callable[[httpx2.Request], httpx2.Response]
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self._now = T0
-
-    def now(self) -> datetime:
-        return self._now
-
-    def monotonic(self) -> float:
-        return (self._now - T0).total_seconds()
-
-    def advance(self, seconds: float) -> None:
-        self._now += timedelta(seconds=seconds)
 
 
 def telegram_answering(download: Handler) -> Handler:
@@ -101,7 +88,7 @@ class MediaJob:
 async def media_job(
     db: Database, tmp_path, *, download: Handler | None = None, fetcher: MediaFetcher | None = None, max_attempts=5
 ) -> MediaJob:
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(max_attempts=max_attempts, backoff_s=1.0))
     ingestor = Ingestor(db, queue, clock)
     vault = Vault(db, MasterKeys(), environ={})

@@ -8,9 +8,10 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select
 
-from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.clock import ManualClock, SystemClock
 from frontdesk.platform.jobs import JobPolicy, JobQueue
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Job
@@ -18,22 +19,6 @@ from frontdesk.platform.workers import JobRunner
 from harness import count
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-class ManualClock:
-    """Time that only moves when the test says so, so leases and backoff are exact."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self._now = start
-
-    def now(self) -> datetime:
-        return self._now
-
-    def monotonic(self) -> float:
-        return (self._now - T0).total_seconds()
-
-    def advance(self, seconds: float) -> None:
-        self._now += timedelta(seconds=seconds)
 
 
 def runner_for(queue: JobQueue, handlers, *, concurrency: int = 1, poll_interval_s: float = 30.0) -> JobRunner:
@@ -77,7 +62,7 @@ async def until(predicate, timeout_s: float = 5.0) -> None:
 
 
 async def test_eight_concurrent_workers_claim_each_of_100_jobs_exactly_once(db, database_url):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
     async with db.transaction() as session:
         for n in range(100):
             await queue.enqueue(session, "work", {"n": n})
@@ -85,7 +70,7 @@ async def test_eight_concurrent_workers_claim_each_of_100_jobs_exactly_once(db, 
     workers = [Database.from_url(database_url) for _ in range(8)]
 
     async def drain(worker_db: Database, name: str) -> list[int]:
-        worker_queue = JobQueue(worker_db, ManualClock(), JobPolicy())
+        worker_queue = JobQueue(worker_db, ManualClock(T0), JobPolicy())
         claimed = []
         while (job := await worker_queue.claim(name)) is not None:
             claimed.append(job.id)
@@ -108,7 +93,7 @@ async def test_eight_concurrent_workers_claim_each_of_100_jobs_exactly_once(db, 
 
 
 async def test_runner_with_eight_workers_runs_each_job_once(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
     ran: Counter[int] = Counter()
 
     async def handler(job):
@@ -134,7 +119,7 @@ async def _all_done(db: Database) -> bool:
 
 
 async def test_job_not_yet_due_is_not_claimed_until_its_time(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy())
     await enqueue(queue, db, "later", delay_s=60)
 
@@ -148,7 +133,7 @@ async def test_job_not_yet_due_is_not_claimed_until_its_time(db):
 
 
 async def test_due_jobs_are_claimed_oldest_first(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy())
     await enqueue(queue, db, "b", delay_s=5)
     await enqueue(queue, db, "a")
@@ -163,7 +148,7 @@ async def test_due_jobs_are_claimed_oldest_first(db):
 
 
 async def test_failing_job_is_retried_with_exponential_backoff_then_left_dead_with_its_error(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(max_attempts=3, backoff_s=10, lease_s=30))
     calls = []
 
@@ -199,7 +184,7 @@ async def test_failing_job_is_retried_with_exponential_backoff_then_left_dead_wi
 
 
 async def test_job_that_fails_once_then_succeeds_ends_done(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(max_attempts=3, backoff_s=1))
 
     async def second_time_lucky(job):
@@ -218,7 +203,7 @@ async def test_job_that_fails_once_then_succeeds_ends_done(db):
 
 
 async def test_job_kind_without_a_handler_ends_dead_with_a_clear_error_and_the_worker_carries_on(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(max_attempts=2, backoff_s=1))
     done = []
 
@@ -243,7 +228,7 @@ async def test_job_kind_without_a_handler_ends_dead_with_a_clear_error_and_the_w
 
 
 async def test_background_worker_survives_a_job_kind_without_a_handler(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy(max_attempts=1))
+    queue = JobQueue(db, ManualClock(T0), JobPolicy(max_attempts=1))
     ran = asyncio.Event()
 
     async def known(job):
@@ -266,7 +251,7 @@ async def test_background_worker_survives_a_job_kind_without_a_handler(db):
 
 
 async def test_heartbeat_extends_the_lease_of_the_worker_holding_it(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30))
     await enqueue(queue, db, "long")
     job = await queue.claim("w1")
@@ -281,7 +266,7 @@ async def test_heartbeat_extends_the_lease_of_the_worker_holding_it(db):
 
 
 async def test_a_dead_workers_jobs_come_back_at_once_and_only_its_own(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=600, max_attempts=3))
     for kind in ("dead's", "neighbour's", "look-alike's"):
         await enqueue(queue, db, kind)
@@ -298,7 +283,7 @@ async def test_a_dead_workers_jobs_come_back_at_once_and_only_its_own(db):
 
 
 async def test_abandoned_job_is_requeued_but_a_live_one_is_left_alone(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30, max_attempts=3))
     await enqueue(queue, db, "abandoned")
     await enqueue(queue, db, "alive")
@@ -330,7 +315,7 @@ async def test_abandoned_job_is_requeued_but_a_live_one_is_left_alone(db):
 async def test_a_requeued_or_handed_back_job_is_claimed_before_work_queued_after_it(db):
     # A crashed instance's turns are answered first, not after the backlog that built up while
     # their lease ran out (bench/reliability/crash.py saw them wait 53 s against 29 s).
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30))
     await enqueue(queue, db, "interrupted")
     await enqueue(queue, db, "handed-back")
@@ -348,7 +333,7 @@ async def test_a_requeued_or_handed_back_job_is_claimed_before_work_queued_after
 
 
 async def test_abandoned_job_with_no_attempts_left_is_marked_dead(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30, max_attempts=1))
     await enqueue(queue, db, "fragile")
     await queue.claim("dead-host:1/0")
@@ -363,7 +348,7 @@ async def test_abandoned_job_with_no_attempts_left_is_marked_dead(db):
 
 
 async def test_requeue_abandoned_does_nothing_while_leases_are_live(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30))
     await enqueue(queue, db, "work")
     await queue.claim("w")
@@ -377,7 +362,7 @@ async def test_requeue_abandoned_does_nothing_while_leases_are_live(db):
 
 
 async def test_coalesced_enqueue_adds_one_job_while_one_is_queued_and_a_new_one_once_it_runs(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
 
     async with db.transaction() as session:
         added = [await queue.enqueue(session, "process", {"c": 1}, key="conv-1", coalesce=True) for _ in range(3)]
@@ -400,7 +385,7 @@ async def test_coalesced_enqueue_adds_one_job_while_one_is_queued_and_a_new_one_
 
 
 async def test_coalesced_enqueue_moves_the_waiting_job_up_but_never_back(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy())
     assert await enqueue(queue, db, "process", key="conv-1", coalesce=True, delay_s=60)
 
@@ -416,7 +401,7 @@ async def test_coalesced_enqueue_moves_the_waiting_job_up_but_never_back(db):
 async def test_coalesced_enqueue_leaves_a_job_in_backoff_where_it_is(db):
     # A turn waiting out a vendor's Retry-After: the customer writing again must not make it run
     # (and hit the rate-limited vendor) sooner.
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(backoff_s=2))
     await enqueue(queue, db, "turn", key="conversation:c1", coalesce=True)
     claimed = await queue.claim("w:1/0")
@@ -426,7 +411,7 @@ async def test_coalesced_enqueue_leaves_a_job_in_backoff_where_it_is(db):
 
 
 async def test_enqueue_without_coalesce_always_adds_a_job(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
     for _ in range(3):
         assert await enqueue(queue, db, "process", key="conv-1")
     assert await count(db, Job, Job.key == "conv-1", Job.status == "queued") == 3
@@ -436,7 +421,7 @@ async def test_enqueue_without_coalesce_always_adds_a_job(db):
 
 
 async def test_started_runner_runs_queued_jobs_in_the_background_when_notified(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
     seen: list[dict] = []
 
     async def handler(job):
@@ -460,7 +445,7 @@ async def test_started_runner_runs_queued_jobs_in_the_background_when_notified(d
 
 
 async def test_stop_returns_at_once_when_every_worker_is_idle(db):
-    runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {}, concurrency=4, poll_interval_s=60)
+    runner = runner_for(JobQueue(db, ManualClock(T0), JobPolicy()), {}, concurrency=4, poll_interval_s=60)
     runner.start()
     await asyncio.sleep(0.5)  # all four found nothing and are waiting
 
@@ -470,7 +455,7 @@ async def test_stop_returns_at_once_when_every_worker_is_idle(db):
 
 
 async def test_stop_right_after_start_returns_at_once(db):
-    runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {}, concurrency=2, poll_interval_s=60)
+    runner = runner_for(JobQueue(db, ManualClock(T0), JobPolicy()), {}, concurrency=2, poll_interval_s=60)
     runner.start()
     await asyncio.sleep(0)  # the workers are looking for a job
 
@@ -480,7 +465,7 @@ async def test_stop_right_after_start_returns_at_once(db):
 
 
 async def test_stop_lets_a_running_job_finish_within_the_grace_period(db):
-    queue = JobQueue(db, ManualClock(), JobPolicy())
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
     started = asyncio.Event()
 
     async def short(job):
@@ -500,7 +485,7 @@ async def test_stop_lets_a_running_job_finish_within_the_grace_period(db):
 
 
 async def test_stop_hands_back_a_job_that_outlives_the_grace_period(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy(lease_s=30))
     started = asyncio.Event()
 
@@ -544,7 +529,7 @@ async def test_idle_runner_wakes_up_when_a_delayed_job_comes_due(db):
 
 
 async def test_seconds_until_next_reports_the_earliest_queued_job(db):
-    clock = ManualClock()
+    clock = ManualClock(T0)
     queue = JobQueue(db, clock, JobPolicy())
     assert await queue.seconds_until_next() is None
 
@@ -556,7 +541,7 @@ async def test_seconds_until_next_reports_the_earliest_queued_job(db):
 
 
 async def test_runner_can_be_stopped_without_being_started(db):
-    runner = runner_for(JobQueue(db, ManualClock(), JobPolicy()), {})
+    runner = runner_for(JobQueue(db, ManualClock(T0), JobPolicy()), {})
     await asyncio.wait_for(runner.stop(), 1)
 
 
@@ -585,3 +570,35 @@ async def test_running_job_keeps_its_lease_alive_while_the_handler_works(db):
 
 async def _status_is(db: Database, status: str) -> bool:
     return await count(db, Job, Job.status == status) == 1
+
+
+# -- running until idle (tests and tools drive a runtime through time with it) ---------------------
+
+
+async def test_run_until_idle_runs_each_job_at_its_time_by_moving_a_manual_clock(db):
+    clock = ManualClock(T0)
+    queue = JobQueue(db, clock, JobPolicy())
+    ran: list[tuple[str, float]] = []
+
+    async def step(job):
+        ran.append((job.payload["name"], clock.monotonic()))
+        if job.payload["name"] == "first":  # a job that queues another for later, as a turn does
+            await enqueue(queue, db, "step", {"name": "follow-up"}, delay_s=30)
+
+    await enqueue(queue, db, "step", {"name": "first"}, delay_s=5)
+    await enqueue(queue, db, "step", {"name": "later"}, delay_s=60)
+
+    assert await runner_for(queue, {"step": step}).run_until_idle() == 3
+    assert ran == [("first", 5.0), ("follow-up", 35.0), ("later", 60.0)]
+    assert {j.status for j in await jobs(db)} == {"done"}
+
+
+async def test_run_until_idle_refuses_to_run_for_ever(db):
+    queue = JobQueue(db, ManualClock(T0), JobPolicy())
+
+    async def again(job):  # every run queues the next: it would never be idle
+        await enqueue(queue, db, "again", {"n": job.payload["n"] + 1})
+
+    await enqueue(queue, db, "again", {"n": 0})
+    with pytest.raises(RuntimeError, match="still busy after 20 jobs"):
+        await runner_for(queue, {"again": again}).run_until_idle(max_jobs=20)

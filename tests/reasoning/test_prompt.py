@@ -16,6 +16,7 @@ from frontdesk.context.ledgers import WorkingState
 from frontdesk.demo import DEMO_BUSINESS, demo_playbook, demo_policy, seed_demo
 from frontdesk.packs import PackDeps
 from frontdesk.packs.catalog import PACK
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Tenant
@@ -105,17 +106,6 @@ def test_build_prompt_puts_the_static_prefix_first_and_the_tail_after_the_histor
     assert [type(p).__name__ for p in messages[-1].parts] == ["SystemPromptPart", "UserPromptPart"]
 
 
-class ManualClock:
-    def __init__(self, now: datetime) -> None:
-        self.at = now
-
-    def now(self) -> datetime:
-        return self.at
-
-    def monotonic(self) -> float:
-        return self.at.timestamp()
-
-
 class RecordingModel:
     """The scripted model, keeping the system parts of every request it was sent."""
 
@@ -148,7 +138,7 @@ async def test_every_customer_and_time_shares_one_prefix_until_the_operator_edit
         await runtime.assembler.process(ingested.conversation_id, "w")
 
     await say("ana", "Hi, I'm Ana Pérez, 555-123-4567", "Ana Pérez")
-    clock.at = JULY
+    clock.set(JULY)
     await say("bao", "xin chào, mình là Bảo", "Bảo Trần")
     async with db.transaction() as session:
         (await session.get(Tenant, accounts.tenant_id)).policy = {"tone": "Formal and brief."}
@@ -321,7 +311,7 @@ async def test_a_history_cut_by_the_load_limit_starts_at_a_whole_turn(db):
                     created_at=at,
                 )
             )
-    clock.at = MARCH + timedelta(hours=1)
+    clock.set(MARCH + timedelta(hours=1))
     await runtime.ingestor.ingest(message(accounts.terminal_id, "and the price?", session="ana"))
     await runtime.assembler.process(first.conversation_id, "w")
 

@@ -13,6 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from frontdesk.errors import NotFoundError
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Tenant, WorkflowDraft
 from frontdesk.workflows import (
@@ -32,22 +33,6 @@ from frontdesk.workflows import (
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 FLOW = "loyalty.create_rule"
 HOUR = 3600.0
-
-
-class ManualClock:
-    """Time that only moves when the test says so, so expiry is exact."""
-
-    def __init__(self) -> None:
-        self._now = T0
-
-    def now(self) -> datetime:
-        return self._now
-
-    def monotonic(self) -> float:
-        return (self._now - T0).total_seconds()
-
-    def advance(self, seconds: float) -> None:
-        self._now += timedelta(seconds=seconds)
 
 
 class CountingAction:
@@ -90,7 +75,7 @@ async def add_conversation(db: Database, n: int = 1) -> str:
 
 @pytest.fixture
 def clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(T0)
 
 
 @pytest.fixture

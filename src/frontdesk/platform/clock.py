@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -19,3 +19,28 @@ class SystemClock:
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+
+class ManualClock:
+    """Time that moves only when told to: for tests, and for anything that drives a runtime
+    through time faster than it passes (``JobRunner.run_until_idle`` moves it to the next due
+    job). ``monotonic`` moves with ``now``."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._start = start or datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+        self._now = self._start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def monotonic(self) -> float:
+        return (self._now - self._start).total_seconds()
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a clock does not go back")
+        self._now += timedelta(seconds=seconds)
+
+    def set(self, moment: datetime) -> None:
+        """Move to ``moment`` (never back)."""
+        self.advance((moment - self._now).total_seconds())

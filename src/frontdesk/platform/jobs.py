@@ -80,6 +80,10 @@ class JobQueue:
         self._missed_wakeup = False
         self._elsewhere: Callable[[], None] | None = None
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     async def enqueue(
         self,
         session: AsyncSession,

@@ -18,6 +18,7 @@ import socket
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import ClaimedJob, JobQueue, RetryLater
 from frontdesk.platform.periodic import every
@@ -106,6 +107,29 @@ class JobRunner:
             return False
         await self._run(job, worker)
         return True
+
+    async def run_until_idle(self, *, max_jobs: int = 10_000) -> int:
+        """Run jobs here, one at a time, until none is queued: for tests and tools that drive a
+        runtime without starting its workers. A job due later (a quiet window, a retry's backoff)
+        is waited for: when the queue's clock is a ``ManualClock``, by moving it there at once;
+        otherwise in real time. Returns how many jobs ran; raises ``RuntimeError`` past
+        ``max_jobs`` (jobs that keep queueing each other would otherwise never let it return)."""
+        clock = self._queue.clock if isinstance(self._queue.clock, ManualClock) else None
+        ran = 0
+        while True:
+            if await self.run_once(f"{self.identity}/idle"):
+                ran += 1
+                if ran >= max_jobs:
+                    raise RuntimeError(f"still busy after {ran} jobs")
+                continue
+            due_in = await self._queue.seconds_until_next()
+            if due_in is None:
+                return ran
+            # (At least a millisecond: a due time that rounds to "now" must still come to pass.)
+            if clock is not None:
+                clock.advance(max(due_in, 0.001))
+            else:
+                await self._queue.wait_for_work(max(due_in, 0.001))
 
     async def sweep_once(self) -> int:
         total = 0
