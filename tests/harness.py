@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from frontdesk.demo import DEMO_BUSINESS, DEMO_TENANT, DemoAccounts, seed_demo
 from frontdesk.ingestion.events import InboundMessage
-from frontdesk.platform.clock import SystemClock
+from frontdesk.platform.clock import Clock, ManualClock, SystemClock
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, PydanticAIClient
 from frontdesk.platform.models.script import Script, script_model
 from frontdesk.platform.store.engine import Database
@@ -39,11 +39,11 @@ def reply(text: str, **extra: Any) -> dict[str, Any]:
 
 
 async def make_runtime(
-    db: Database, script: dict[str, Any] | ModelClient, **settings: Any
+    db: Database, script: dict[str, Any] | ModelClient, *, clock: Clock | None = None, **settings: Any
 ) -> tuple[Runtime, DemoAccounts]:
     client = script if not isinstance(script, dict) else script_client(script)
     runtime = Runtime.build(
-        Settings(**{**FAST, **settings}), gateway=ModelGateway.with_clients({"chat": client}), db=db
+        Settings(**{**FAST, **settings}), gateway=ModelGateway.with_clients({"chat": client}), db=db, clock=clock
     )
     accounts = await seed_demo(db, runtime.clock, runtime.channel_deps.media)
     return runtime, accounts
@@ -60,18 +60,16 @@ def message(account: str, text: str, *, session: str = "s1", msg_id: str | None 
 
 
 async def converse(db: Database, script: dict[str, Any], *turns: tuple[str, str], **settings: Any) -> dict[str, str]:
-    """Each (session, text) is one web-chat turn, run to the end before the next, with the job
-    runner going. Returns session -> conversation id."""
-    runtime, accounts = await make_runtime(db, script, **settings)
+    """Each (session, text) is one web-chat turn, its jobs run to the end before the next (the
+    runtime's clock is moved through each quiet window). Returns session -> conversation id."""
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, script, clock=clock, **settings)
     conversations: dict[str, str] = {}
-    runtime.runner.start()
-    try:
-        for session, text in turns:
-            ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=session))
-            conversations[session] = ingested.conversation_id
-            await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    for session, text in turns:
+        clock.advance(5)  # the customer reads the reply and types the next message
+        ingested = await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=session))
+        conversations[session] = ingested.conversation_id
+        await runtime.runner.run_until_idle()
     return conversations
 
 
@@ -147,8 +145,38 @@ async def wait_idle(db: Database, timeout_s: float = 10.0, settle_s: float = 0.3
     raise AssertionError(f"not idle after {timeout_s}s: {busy} jobs busy, {pending} messages unprocessed")
 
 
+class HeldModel:
+    """A chat model that answers "re: <the customer's newest words>" and holds its first answer
+    until ``release`` is set; ``asked`` is set as soon as a request arrives. ``seen`` keeps what
+    each request showed of the conversation: ("customer" | "agent", text) in order."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+        self.seen: list[list[tuple[str, str]]] = []
+
+    async def request(self, messages: Any, params: Any) -> Any:
+        from pydantic_ai import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+
+        transcript: list[tuple[str, str]] = []
+        for m in messages:
+            for part in m.parts:
+                if isinstance(m, ModelRequest) and isinstance(part, UserPromptPart):
+                    transcript.append(("customer", str(part.content)))
+                elif isinstance(m, ModelResponse) and isinstance(part, TextPart):  # an earlier reply
+                    transcript.append(("agent", part.content))
+        self.seen.append(transcript)
+        self.asked.set()
+        if len(self.seen) == 1:
+            await self.release.wait()
+        text = f"re: {transcript[-1][1]}"
+        return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": text}]})])
+
+
 async def reply_texts(db: Database) -> list[str]:
     """What the customer read, one string per assistant message (blocks joined)."""
-    from frontdesk.ingestion.assembler import message_text
+    from frontdesk.output.transcript import message_text
 
     return [message_text(m) for m in await replies(db)]

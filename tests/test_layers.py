@@ -15,7 +15,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "frontdesk"
 ROOTS = {"app", "runtime", "cli", "demo", "evals", "worker_process"}  # composition: may import everything
 
 
-def _imports() -> dict[str, set[str]]:
+def _all_imports() -> dict[str, set[str]]:
+    """Every module of ``frontdesk`` -> every module it imports (third-party ones too)."""
     found: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
         module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
@@ -25,8 +26,12 @@ def _imports() -> dict[str, set[str]]:
                 names.add(node.module)
             elif isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
-        found[module] = {n for n in names if n.startswith("frontdesk")}
+        found[module] = names
     return found
+
+
+def _imports() -> dict[str, set[str]]:
+    return {module: {n for n in names if n.startswith("frontdesk")} for module, names in _all_imports().items()}
 
 
 IMPORTS = _imports()
@@ -50,7 +55,9 @@ ALLOWED: dict[str, set[str]] = {
     # output: the reply contract (output/blocks.py is the ``reply`` tool's schema)
     "reasoning": {"capabilities", "context", "errors", "output", "platform", "verification"},
     "humans": {"business", "context", "errors", "output", "platform", "settings"},
-    "ingestion": {"context", "errors", "http_errors", "humans", "output", "platform", "reasoning"},
+    "ingestion": {"errors", "http_errors", "output", "platform"},
+    # the turn: ingestion's lease, batch and quiet window; reasoning's value; one commit; delivery
+    "turns": {"context", "humans", "ingestion", "output", "platform", "reasoning"},
     "packs": {"business", "capabilities", "humans", "platform", "verification", "workflows"},
     # composition
     "cli_accounts": {"errors", "ingestion", "platform", "settings"},
@@ -60,7 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"business", "capabilities", "packs", "platform", "settings"},
     "runtime": {
         "capabilities", "context", "frontdesk", "humans", "ingestion", "output", "packs", "platform",
-        "reasoning", "settings", "workflows",
+        "reasoning", "settings", "turns", "workflows",
     },
     "app": {"business", "errors", "frontdesk", "http_errors", "humans", "ingestion", "platform", "runtime"},
     # one of serve's worker processes: a runtime without HTTP
@@ -136,5 +143,18 @@ def test_only_the_composition_root_knows_the_packs():
         if not module.startswith("frontdesk.packs") and module.split(".")[1] not in ROOTS
         for name in names
         if name.startswith("frontdesk.packs")
+    )
+    assert offenders == []
+
+
+def test_reasoning_returns_a_value_and_never_touches_the_store():
+    # The turn commits what reasoning decided (turns/commit.py); a session in reasoning would let
+    # a turn write outside its one fenced transaction.
+    offenders = sorted(
+        f"{module} imports {name}"
+        for module, names in _all_imports().items()
+        if module.startswith("frontdesk.reasoning")
+        for name in names
+        if name.startswith(("sqlalchemy", "frontdesk.platform.store"))
     )
     assert offenders == []

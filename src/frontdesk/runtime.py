@@ -24,18 +24,19 @@ from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import LANGUAGE_NAMES, merge_policy
 from frontdesk.context.knowledge import load_pack_knowledge
-from frontdesk.context.summarizer import EpisodicSummarizer
+from frontdesk.context.summarizer import SUMMARIZE_CONVERSATION, EpisodicSummarizer
 from frontdesk.humans.notifications import DISPATCH_NOTIFICATION, Dispatcher, build_routes
 from frontdesk.humans.notifications.watch import FailedDeliveryWatch, notify_rejection_spikes
 from frontdesk.ingestion.accounts import AccountDirectory, seal_plaintext_secrets
-from frontdesk.ingestion.assembler import AssemblerTiming, Attempt, TurnAssembler, message_text
 from frontdesk.ingestion.channels import CHANNELS, ChannelDeps, warn_accounts_without_own_id
 from frontdesk.ingestion.channels.webchat.limits import WebchatLimits, WebchatRates
 from frontdesk.ingestion.ingest import PROCESS_CONVERSATION, Ingestor
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.preparation import PREPARE_MEDIA, MediaPreparer
+from frontdesk.ingestion.quiet_window import QuietWindow
 from frontdesk.ingestion.transcription import HintSource, Transcriber, TranscriptionHints
 from frontdesk.output.delivery import Deliverer
+from frontdesk.output.transcript import message_text
 from frontdesk.packs import MCP_PACKS, PACKS, Pack, PackDeps
 from frontdesk.packs.loyalty import McpPack
 from frontdesk.packs.loyalty.flow import RuleFlow
@@ -54,11 +55,14 @@ from frontdesk.platform.store.schema_business import BusinessProfileRow, Catalog
 from frontdesk.platform.vault import build_vault
 from frontdesk.platform.workers import JobRunner
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
-from frontdesk.reasoning.agent import SUMMARIZE_CONVERSATION, Agent, AgentPack, TenantTurnView, TenantView
+from frontdesk.reasoning.agent import Agent, AgentPack, TenantTurnView, TenantView
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
 from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.settings import Settings
+from frontdesk.turns.assembler import Attempt, TurnAssembler
+from frontdesk.turns.commit import TurnCommitter
+from frontdesk.turns.recovery import requeue_orphans as requeue_orphaned_turns
 from frontdesk.workflows import WorkflowStore
 
 log = logging.getLogger(__name__)
@@ -194,17 +198,17 @@ class Runtime:
             media,
             Transcriber(gateway, transcription_hints(db, loader, clock, pack_deps(settings, db, clock))),
         )
+        lease = ConversationLease(db, clock, settings.lease_ttl_s)
         assembler = TurnAssembler(
             db,
             clock,
-            ConversationLease(db, clock, settings.lease_ttl_s),
+            lease,
             Agent(
                 gateway,
                 clock,
                 LoopLimits(max_steps=settings.max_steps),
                 built_packs,
                 loader,
-                queue,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
                 budget=budget,
@@ -212,14 +216,11 @@ class Runtime:
                     db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day
                 ),
             ),
+            TurnCommitter(clock, lease, loader.ledgers, queue, deliverer),
             deliverer,
             queue,
-            AssemblerTiming(
-                settings.quiet_window_s,
-                settings.quiet_window_cap_s,
-                settings.media_ready_timeout_s,
-                settings.model_outage_budget_s,
-            ),
+            QuietWindow(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
+            settings.model_outage_budget_s,
         )
 
         async def process_conversation(job: ClaimedJob) -> None:
@@ -232,7 +233,7 @@ class Runtime:
             await summarizer.run(str(job.payload["conversation_id"]))
 
         async def requeue_orphans() -> int:
-            return await assembler.requeue_orphans(queue)
+            return await requeue_orphaned_turns(db, clock, queue)
 
         workflows = WorkflowStore(db, clock)
 

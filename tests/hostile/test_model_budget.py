@@ -20,7 +20,7 @@ from sqlalchemy import select
 from frontdesk.demo import DEMO_TENANT, seed_demo
 from frontdesk.humans.console.operators import add_operator
 from frontdesk.humans.model_budget import BUDGET_TITLES
-from frontdesk.ingestion.assembler import message_text
+from frontdesk.output.transcript import message_text
 from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent, window_of
 from frontdesk.platform.models.gateway import ModelGateway, PydanticAIClient

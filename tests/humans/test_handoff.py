@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from frontdesk.ingestion.assembler import message_text
+from frontdesk.output.transcript import message_text
 from frontdesk.platform.store.schema import Conversation, Message, Notification, Task, TurnTrace
 from harness import converse, count, make_runtime, message, receipts, replies, reply, traces
 

@@ -301,7 +301,7 @@ class Outcome:
 
 
 async def outcome(db: Database, conversation_id: str) -> Outcome:
-    from frontdesk.ingestion.assembler import message_text
+    from frontdesk.output.transcript import message_text
 
     async with db.read() as s:
         users = list(

@@ -7,82 +7,57 @@ from datetime import timedelta
 
 from sqlalchemy import delete, update
 
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.store.schema import Conversation, Job, Message
-from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+from harness import HeldModel, count, make_runtime, message, replies, reply, reply_texts, traces
 
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
 
 
 async def test_burst_of_three_messages_gets_one_reply(db):
-    runtime, accounts = await make_runtime(db, ECHO)
-    runtime.runner.start()
-    try:
-        for text in ("hi", "I need business cards", "500 of them"):
-            await runtime.ingestor.ingest(message(accounts.terminal_id, text))
-            await asyncio.sleep(0.05)
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, ECHO, clock=clock)
+    for text in ("hi", "I need business cards", "500 of them"):
+        await runtime.ingestor.ingest(message(accounts.terminal_id, text))
+        clock.advance(0.05)  # typed quickly: well within the quiet window (0.2 s)
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == ["got: hi\nI need business cards\n500 of them"]
     (trace,) = await traces(db)
     assert (trace.batch_size, trace.outcome, trace.steps) == (3, "replied", 1)
-    assert trace.batch_span_ms >= 80
+    assert trace.batch_span_ms == 100
     assert {"wait_ms", "generation_ms", "commit_ms", "delivery_ms", "total_ms"} <= set(trace.latency_ms)
-    assert trace.latency_ms["wait_ms"] >= 200  # the quiet window
+    assert trace.latency_ms["wait_ms"] >= 200  # the quiet window after the last message
 
 
 async def test_message_sent_while_reply_is_generated_gets_exactly_one_more_reply(db):
-    slow = {"name": "slow", "default": [reply("re: {user_text}", delay_ms=800)]}
-    runtime, accounts = await make_runtime(db, slow)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
-        await asyncio.sleep(0.2 + 0.4)  # quiet window passed: the first turn is generating
-        await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
-        await runtime.ingestor.ingest(message(accounts.terminal_id, "third"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    model = HeldModel()
+    runtime, accounts = await make_runtime(db, model, clock=ManualClock())
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+    jobs = asyncio.create_task(runtime.runner.run_until_idle())
+    await model.asked.wait()  # the first turn is generating
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "third"))
+    model.release.set()
+    await jobs
 
     assert await reply_texts(db) == ["re: first", "re: second\nthird"]
     assert [t.batch_size for t in await traces(db)] == [1, 2]
 
 
 async def test_turn_after_a_mid_turn_message_sees_the_earlier_reply_before_the_new_messages(db):
-    seen: list[list[tuple[str, str]]] = []
+    model = HeldModel()
+    runtime, accounts = await make_runtime(db, model, clock=ManualClock(), quiet_window_s=0.1)
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
+    jobs = asyncio.create_task(runtime.runner.run_until_idle())
+    await model.asked.wait()  # the first turn is generating
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
+    model.release.set()
+    await jobs
 
-    class Recording:
-        name = "recording"
-
-        async def request(self, messages, params):
-            from pydantic_ai import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-
-            transcript = []
-            for m in messages:
-                for p in m.parts:
-                    if isinstance(m, ModelRequest) and isinstance(p, UserPromptPart):
-                        transcript.append(("customer", p.content))
-                    elif isinstance(m, ModelResponse) and isinstance(p, TextPart):
-                        transcript.append(("agent", p.content))
-            seen.append(transcript)
-            await asyncio.sleep(0.5)
-            answer = f"answer {len(seen)}"
-            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": answer}]})])
-
-    runtime, accounts = await make_runtime(db, Recording(), quiet_window_s=0.1)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
-        await asyncio.sleep(0.35)  # the first turn is generating
-        await runtime.ingestor.ingest(message(accounts.terminal_id, "second"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
-
-    assert seen == [
+    assert model.seen == [
         [("customer", "first")],
-        [("customer", "first"), ("agent", "answer 1"), ("customer", "second")],
+        [("customer", "first"), ("agent", "re: first"), ("customer", "second")],
     ]
 
 
@@ -100,16 +75,17 @@ async def test_redelivered_message_changes_nothing(db):
 
 
 async def test_two_workers_racing_for_one_conversation_run_one_turn(db):
-    runtime, accounts = await make_runtime(db, {"name": "s", "default": [reply("one", delay_ms=200)]}, quiet_window_s=0)
+    model = HeldModel()
+    runtime, accounts = await make_runtime(db, model, quiet_window_s=0)
     result = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
 
-    turns = await asyncio.gather(
-        runtime.assembler.process(result.conversation_id, "worker-a"),
-        runtime.assembler.process(result.conversation_id, "worker-b"),
-    )
+    first = asyncio.create_task(runtime.assembler.process(result.conversation_id, "worker-a"))
+    await model.asked.wait()  # worker a holds the lease and is generating
+    assert await runtime.assembler.process(result.conversation_id, "worker-b") == 0
+    model.release.set()
 
-    assert sorted(turns) == [0, 1]
-    assert len(await replies(db)) == 1
+    assert await first == 1
+    assert await reply_texts(db) == ["re: hi"]
 
 
 async def test_turn_abandoned_by_a_dead_process_is_finished_once_by_the_sweeper(db):
@@ -163,24 +139,14 @@ async def test_conversation_whose_job_died_is_left_for_an_operator_until_the_cus
 
 
 async def test_holder_whose_lease_was_taken_over_commits_nothing(db):
-    gate = asyncio.Event()
-
-    class Stalling:
-        name = "stalling"
-
-        async def request(self, messages, params):
-            from pydantic_ai import ModelResponse, ToolCallPart
-
-            await gate.wait()
-            return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": "late"}]})])
-
-    runtime, accounts = await make_runtime(db, Stalling(), quiet_window_s=0, lease_ttl_s=30)
+    model = HeldModel()
+    runtime, accounts = await make_runtime(db, model, quiet_window_s=0, lease_ttl_s=30)
     result = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
     stale = asyncio.create_task(runtime.assembler.process(result.conversation_id, "old-holder"))
-    await asyncio.sleep(0.3)
+    await model.asked.wait()
     async with db.transaction() as session:  # the old holder stalled past its lease; someone took over
         await session.execute(update(Conversation).values(lock_owner="new-holder"))
-    gate.set()
+    model.release.set()
 
     assert await stale == 0
     assert await replies(db) == []
@@ -188,57 +154,50 @@ async def test_holder_whose_lease_was_taken_over_commits_nothing(db):
 
 
 async def test_readiness_gate_waits_for_pending_media(db):
-    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=30)
-    runtime.runner.start()
-    try:
-        pending = await runtime.ingestor.ingest(
-            message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
-        )
-        await asyncio.sleep(0.5)
-        assert await replies(db) == []
-        await runtime.ingestor.mark_ready(pending.message_id, "a quote for 500 cards please")
-        await wait_idle(db, timeout_s=5)
-    finally:
-        await runtime.runner.stop()
+    runtime, accounts = await make_runtime(db, ECHO, clock=ManualClock(), quiet_window_s=0, media_ready_timeout_s=30)
+    pending = await runtime.ingestor.ingest(
+        message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
+    )
+    while await runtime.runner.run_once():  # every job due now: the turn waits for the media
+        pass
+    assert await replies(db) == []
+    assert await count(db, Job, Job.status == "queued") == 1  # it comes back when the wait is over
+
+    await runtime.ingestor.mark_ready(pending.message_id, "a quote for 500 cards please")
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == ["got: a quote for 500 cards please"]
+    (trace,) = await traces(db)
+    assert trace.latency_ms["pending_media"] == 0
+    assert trace.latency_ms["wait_ms"] < 30_000  # pulled forward, not run at the timeout
 
 
 async def test_readiness_gate_times_out_to_the_placeholder(db):
-    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.5)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(
-            message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
-        )
-        await wait_idle(db, timeout_s=5)
-    finally:
-        await runtime.runner.stop()
+    runtime, accounts = await make_runtime(db, ECHO, clock=ManualClock(), quiet_window_s=0, media_ready_timeout_s=0.5)
+    await runtime.ingestor.ingest(
+        message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
+    )
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == ["got: (voice message — transcribing)"]
     (trace,) = await traces(db)
-    assert trace.latency_ms["wait_ms"] >= 500
+    assert trace.latency_ms["wait_ms"] == 500
     assert trace.latency_ms["pending_media"] == 1
 
 
 async def test_quiet_window_does_not_hold_a_worker(db):
-    """With one worker, ten conversations waiting out their quiet windows still all get answered
-    within about one window: waiting is a delayed job, not a sleeping worker."""
-    runtime, accounts = await make_runtime(db, ECHO, workers=1, quiet_window_s=0.5)
-    runtime.runner.start()
-    loop = asyncio.get_running_loop()
-    try:
-        started = loop.time()
-        for n in range(10):
-            await runtime.ingestor.ingest(message(accounts.terminal_id, f"hello {n}", session=f"s{n}"))
-        await wait_idle(db, timeout_s=10, settle_s=0.05)
-        elapsed = loop.time() - started
-    finally:
-        await runtime.runner.stop()
+    """Ten conversations waiting out their quiet windows are all answered one window after they
+    wrote: waiting is a delayed job, not a sleeping worker (one worker runs every job here)."""
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, ECHO, clock=clock, quiet_window_s=0.5)
+    for n in range(10):
+        await runtime.ingestor.ingest(message(accounts.terminal_id, f"hello {n}", session=f"s{n}"))
+    await runtime.runner.run_until_idle()
 
     assert len(await replies(db)) == 10
-    # Served one after another, ten windows of 0.5 s take at least 5 s; together, about one window.
-    assert elapsed < 4.5, f"ten quiet windows were served one after another ({elapsed:.1f}s)"
+    # Served one after another, ten windows of 0.5 s would take 5 s of the clock; together, one.
+    assert clock.monotonic() == 0.5
+    assert {t.latency_ms["wait_ms"] for t in await traces(db)} == {500}
 
 
 async def test_conversation_taken_by_a_human_gets_no_agent_reply(db):
@@ -254,7 +213,7 @@ async def test_conversation_taken_by_a_human_gets_no_agent_reply(db):
 
 
 async def test_a_reply_written_while_an_operator_takes_over_is_not_sent_over_them(db):
-    taken_over = asyncio.Event()
+    asked, taken_over = asyncio.Event(), asyncio.Event()
 
     class SlowModel:
         name = "slow"
@@ -262,13 +221,14 @@ async def test_a_reply_written_while_an_operator_takes_over_is_not_sent_over_the
         async def request(self, messages, params):
             from pydantic_ai import ModelResponse, ToolCallPart
 
+            asked.set()
             await taken_over.wait()  # the operator switches the AI off while the model writes
             return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": "late AI"}]})])
 
     runtime, accounts = await make_runtime(db, SlowModel(), quiet_window_s=0)
     ingested = await runtime.ingestor.ingest(message(accounts.terminal_id, "is anyone there?"))
     turn = asyncio.create_task(runtime.assembler.process(ingested.conversation_id, "worker-a"))
-    await asyncio.sleep(0.2)
+    await asked.wait()
     async with db.transaction() as session:
         await session.execute(
             update(Conversation).where(Conversation.id == ingested.conversation_id).values(ai_enabled=False)

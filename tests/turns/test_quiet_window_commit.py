@@ -17,8 +17,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.ingestion.ingest import Ingestor
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.jobs import JobQueue
-from harness import make_runtime, message, reply, reply_texts, traces, wait_idle
+from harness import make_runtime, message, reply, reply_texts, traces
 
 WINDOW_S = 0.3
 
@@ -42,7 +43,8 @@ class HeldBeforeCommit:
 
 
 async def test_a_message_committed_after_the_window_closed_is_answered_with_its_burst(db):
-    runtime, accounts = await make_runtime(db, {"name": "echo", "default": [reply("got: {user_text}")]})
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, {"name": "echo", "default": [reply("got: {user_text}")]}, clock=clock)
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "first"))
     held = HeldBeforeCommit(runtime.queue)
     # The ignore: HeldBeforeCommit stands in for JobQueue with only the two methods the ingest calls.
@@ -50,17 +52,15 @@ async def test_a_message_committed_after_the_window_closed_is_answered_with_its_
     second = asyncio.create_task(slow_ingestor.ingest(message(accounts.terminal_id, "second")))
     await asyncio.wait_for(held.reached.wait(), 5)  # "second" is stamped a moment after "first"
 
-    await asyncio.sleep(WINDOW_S + 0.3)  # by the clock, "first" has been quiet for the window
+    clock.advance(WINDOW_S + 0.3)  # by the clock, "first" has been quiet for the window
     turn = asyncio.create_task(runtime.assembler.process(first.conversation_id, "worker-a"))
-    await asyncio.sleep(1.0)  # the turn would have answered "first" alone by now
+    # Without the fix the turn answers "first" alone in milliseconds; a second is plenty for it
+    # to show. (Real time only bounds how long a wrong turn gets: it cannot make this test fail.)
+    await asyncio.sleep(1.0)
     held.let_go.set()
     await second
     await turn
 
-    runtime.runner.start()
-    try:
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.runner.run_until_idle()
     assert await reply_texts(db) == ["got: first\nsecond"]
     assert [t.batch_size for t in await traces(db)] == [2]

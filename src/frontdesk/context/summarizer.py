@@ -22,6 +22,8 @@ from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import EpisodicSnapshot as SnapshotRow
 from frontdesk.platform.store.schema import Message
 
+# The job's kind: a turn whose memory is due queues one per conversation (coalesced).
+SUMMARIZE_CONVERSATION = "summarize_conversation"
 TRANSCRIPT_MESSAGES = 30
 SNAPSHOT_TOOL = "save_snapshot"
 INSTRUCTIONS = f"""\

@@ -98,6 +98,17 @@ class ConversationLease:
             )
         return rows_affected(result)
 
+    async def fence(self, session: AsyncSession, conversation_id: str, owner: str) -> datetime | None:
+        """In the caller's transaction (a turn's commit): bump the conversation row if ``owner``
+        still holds the lease, which locks it until the commit. Returns the settled moment for the
+        next turn, or None when the lease was taken over (the caller must commit nothing)."""
+        fenced = await session.execute(
+            update(Conversation)
+            .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+            .values(version=Conversation.version + 1, updated_at=self._clock.now())
+        )
+        return self._clock.now() if rows_affected(fenced) else None
+
     async def release_if_answered(self, session: AsyncSession, conversation_id: str, owner: str) -> bool:
         """In the caller's transaction (a turn's last one): let the lease go when no customer
         message waits, saving the holder a transaction to release it and two reads to find there

@@ -82,3 +82,17 @@ def _entry(message: Message, receipt: Receipt | None) -> TranscriptEntry:
             "finished_at": receipt.finished_at.isoformat() if receipt.finished_at else None,
         },
     )
+
+
+def message_text(message: Message) -> str:
+    """What a stored message reads as, for the model and for people (a reply's blocks as text,
+    its images as a labelled count)."""
+    if message.content_type != "blocks":
+        return message.content
+    parts: list[str] = []
+    for block in blocks_adapter.validate_json(message.content):
+        if block.type == "text":
+            parts.append(block.text)
+        else:
+            parts.append(f"[{len(block.urls)} image(s)" + (f": {block.caption}]" if block.caption else "]"))
+    return "\n\n".join(parts)

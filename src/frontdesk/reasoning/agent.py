@@ -4,8 +4,8 @@ Per turn: load the conversation's context from the store, route the batch, deriv
 bundle from the pack's policy catalog, select the pack's reference notes for the route, assemble
 the prompt (static prefix, history within the chat slot's memory budget, dynamic tail), run the
 bounded loop with the verification gate, tool results shrunk to the budget's tool-result reserve.
-``persist`` writes what the run learned (ledgers, claim rejections, a due memory refresh) inside
-the caller's fenced transaction.
+It writes nothing of the turn: what the run learned (the ledgers' new entries, refused drafts,
+whether memory is due) is in the ``AgentRun`` it returns, and ``turns/`` commits it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic_ai import BinaryContent
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.capabilities.policy import RoutingDecision, ToolPolicyCatalog
 from frontdesk.capabilities.tools import ToolContext
@@ -31,13 +30,11 @@ from frontdesk.context.truncation import ResultAllowance
 from frontdesk.errors import ConfigError, ModelAPIError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
-from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.media import LEGACY_KEY_PATTERN, MediaStore, tenant_prefix
 from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
 from frontdesk.platform.observability.tracing import CONTEXT, ROUTE
-from frontdesk.platform.store.schema import ClaimRejection
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import RouterState
@@ -46,7 +43,6 @@ from frontdesk.reasoning.turn import Turn
 
 log = logging.getLogger(__name__)
 
-SUMMARIZE_CONVERSATION = "summarize_conversation"
 MAX_IMAGES_PER_TURN = 4
 UNCONFIRMED_VOICE_CONFIDENCE = 0.5  # below the catalog's write threshold
 VOICE_FAILED_TEXT = "Sorry, I couldn't make out your voice message. Could you type it for me?"
@@ -130,7 +126,6 @@ class Agent:
         limits: LoopLimits,
         packs: Mapping[str, AgentPack],
         loader: ContextLoader,
-        queue: JobQueue | None = None,
         cadence: EpisodicCadence | None = None,
         media: MediaStore | None = None,
         budget: BudgetConfig | None = None,
@@ -141,7 +136,6 @@ class Agent:
         self._limits = limits
         self._packs = packs
         self._loader = loader
-        self._queue = queue
         self._cadence = cadence or EpisodicCadence()
         self._media = media
         self._budget = budget or BudgetConfig()
@@ -323,28 +317,3 @@ class Agent:
         text = pack.fallback_texts.get(language, FALLBACK_TEXT)
         result = GenerationResult(Outcome.FALLBACK, text_blocks(text), detail="courtesy reply after a hand-off")
         return AgentRun(result, route={"intent": "handed_off", "language": language})
-
-    async def persist(self, session: AsyncSession, run: AgentRun, conversation_id: str, turn_id: int) -> None:
-        """Inside the turn's fenced transaction: ledgers, claim rejections, a due memory refresh."""
-        if run.state is not None:
-            await self._loader.ledgers.save(session, conversation_id, run.state)
-        for rejection in run.result.rejections:
-            session.add(
-                ClaimRejection(
-                    conversation_id=conversation_id,
-                    turn_id=turn_id,
-                    attempt=rejection["attempt"],
-                    claims=rejection["claims"],
-                    failures=rejection["failures"],
-                    reply_text=rejection["reply_text"],
-                    created_at=self._clock.now(),
-                )
-            )
-        if run.memory_due and self._queue is not None:
-            await self._queue.enqueue(
-                session,
-                SUMMARIZE_CONVERSATION,
-                {"conversation_id": conversation_id},
-                key=f"episodic:{conversation_id}",
-                coalesce=True,
-            )

@@ -11,7 +11,7 @@ safe fallback. Salvaged prose passes the same companion rules (prices, images) o
 
 A model failure ends the turn with the fallback, except a transient one (timeout, 429, 5xx) on the
 first request: nothing has been done or said yet, so the error is raised and the turn's job runs
-it again later, with backoff (``ingestion/assembler.py`` decides how often).
+it again later, with backoff (``turns/assembler.py`` decides how often).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class PydanticAIClient:
     def __init__(self, model: Model, name: str, timeout_s: float, *, sdk_retries: int = 1) -> None:
         """``sdk_retries``: how often the vendor SDK (OpenAI, Anthropic) repeats a failed request
         itself, with its own short backoff, for a blip. A longer outage is left to the turn's job
-        (``ingestion/assembler.py``), which frees the worker while it waits."""
+        (``turns/assembler.py``), which frees the worker while it waits."""
         self._model = model
         self._name = name
         self._settings = ModelSettings(timeout=timeout_s, max_retries=sdk_retries)

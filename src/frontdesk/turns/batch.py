@@ -1,0 +1,113 @@
+"""Collecting a turn's batch: the conversation's unanswered customer messages, its thread (who and
+where to answer) and, when the batch is to be answered, the history, in one read."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from frontdesk.context.budget import drop_partial_first_turn
+from frontdesk.output.rendering import DeliveryTarget
+from frontdesk.output.transcript import message_text
+from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message, Tenant
+from frontdesk.reasoning.turn import TurnMessage
+
+# The most stored messages one turn reads. The chat slot's memory budget decides how many of
+# them the model sees (whole turns, newest first); this only keeps the query bounded.
+HISTORY_LOAD_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Thread:
+    conversation: Conversation
+    tenant_name: str
+    target: DeliveryTarget
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one turn answers. ``waits`` go to the trace (how long it waited, pending media);
+    ``courtesy``: the rows of a turn that handed the thread to a person but never committed its
+    reply, owed the hold message rather than silence."""
+
+    thread: Thread
+    rows: list[Message]
+    waits: dict[str, Any]
+    history: tuple[TurnMessage, ...]
+    courtesy: bool = False
+
+    @property
+    def target(self) -> DeliveryTarget:
+        """The thread's target, carrying the newest customer message's metadata (a LINE reply
+        token, the message a typing indicator marks as read)."""
+        return dataclasses.replace(self.thread.target, reply_context=dict(self.rows[-1].meta or {}))
+
+
+async def thread_of(session: AsyncSession, conversation_id: str) -> Thread | None:
+    row = (
+        await session.execute(
+            select(Conversation, ChannelAccount, Contact, Tenant.name)
+            .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
+            .join(Contact, Contact.id == Conversation.contact_id)
+            .join(Tenant, Tenant.id == Conversation.tenant_id)
+            .where(Conversation.id == conversation_id)
+        )
+    ).first()
+    if row is None:
+        return None
+    conversation, account, contact, tenant_name = row
+    target = DeliveryTarget(
+        channel=account.channel,
+        channel_account_id=account.id,
+        conversation_id=conversation.id,
+        contact_external_id=contact.external_id,
+        message_id=0,
+        account_config=account.config,
+    )
+    return Thread(conversation, tenant_name, target)
+
+
+async def history_of(session: AsyncSession, conversation_id: str) -> tuple[TurnMessage, ...]:
+    """The conversation so far, in the order it was answered: a message that arrived while a
+    reply was being written has a smaller id than that reply but comes after it. When the limit
+    cut the conversation, its oldest turn may be missing its start and is left out."""
+    rows = list(
+        await session.scalars(
+            select(Message)
+            .where(Message.conversation_id == conversation_id, Message.processed_at.is_not(None))
+            .order_by(Message.processed_at.desc(), Message.id.desc())
+            .limit(HISTORY_LOAD_LIMIT)
+        )
+    )
+    history = [turn_message(m) for m in reversed(rows)]
+    if len(rows) == HISTORY_LOAD_LIMIT:
+        history = drop_partial_first_turn(history, lambda m: m.role == "user")
+    return tuple(history)
+
+
+async def unanswered(session: AsyncSession, conversation_id: str) -> list[Message]:
+    """The conversation's customer messages no turn has answered yet, oldest first."""
+    rows = await session.scalars(
+        select(Message)
+        .where(Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None))
+        .order_by(Message.id)
+    )
+    return list(rows)
+
+
+def turn_message(message: Message) -> TurnMessage:
+    meta = message.meta or {}
+    transcript = meta.get("transcript")
+    return TurnMessage(
+        id=message.id,
+        role=message.role,
+        content_type=message.content_type,
+        text=message_text(message),
+        created_at=message.created_at,
+        image_key=meta.get("media_key") if message.content_type == "image" else None,
+        transcript_quality=transcript.get("quality") if isinstance(transcript, dict) else None,
+    )
