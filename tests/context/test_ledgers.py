@@ -168,8 +168,12 @@ async def test_tool_entries_older_than_a_day_fall_out_but_actions_stay(db):
     assert await rows(db, "tool") == 3  # nothing saved since: loading deletes nothing
 
     await save(db, conversation_id, next_day)
+    assert await rows(db, "tool") == 3  # a turn that added nothing writes nothing
 
-    assert await rows(db, "tool") == 1
+    next_day.record("get_service_detail", detail("banners"))
+    await save(db, conversation_id, next_day)
+
+    assert await rows(db, "tool") == 2  # flyers and banners: the aged-out rows went with this save
     assert await rows(db, "action") == 1
 
 
@@ -201,6 +205,7 @@ async def test_actions_older_than_thirty_days_fall_out(db):
     await save(db, conversation_id, first)
 
     month_later = await load(db, conversation_id, T0 + timedelta(days=31))
+    month_later.record("get_service_detail", detail("flyers"))  # the next turn that saves anything
     await save(db, conversation_id, month_later)
 
     assert month_later.action == []

@@ -161,7 +161,11 @@ class LedgerStore:
         )
 
     async def save(self, session: AsyncSession, conversation_id: str, state: WorkingState) -> None:
-        """Write this turn's entries, then drop every row that fell out of its window."""
+        """Write this turn's entries, then drop every row that fell out of its window. A turn that
+        added nothing prunes nothing: ``load`` applies the windows anyway, and the next turn that
+        adds an entry drops what aged out meanwhile."""
+        if not state.added:
+            return
         for entry in state.added:
             session.add(
                 LedgerEntry(

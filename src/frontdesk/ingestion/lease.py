@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, or_, select, update
+from sqlalchemy import exists, or_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
@@ -27,6 +28,15 @@ from frontdesk.platform.store.engine import Database, rows_affected
 from frontdesk.platform.store.schema import Conversation, Message
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """The fence held: the settled moment for the next turn (read under the row lock), and
+    whether the AI still answers this thread (an operator may have taken it over meanwhile)."""
+
+    settled: datetime
+    ai_enabled: bool
 
 
 class ConversationLease:
@@ -39,33 +49,29 @@ class ConversationLease:
         """Take the lease. Returns the settled moment (see the module docstring), or None when
         another live holder has it."""
         now = self._clock.now()
+        until = now + timedelta(seconds=self.ttl_s)
         async with self._db.transaction() as session:
-            # An expired lease that still names another holder: it died or stalled (a takeover).
-            taken_over = await session.execute(
+            # The common case first, in one statement: nobody holds it, or we do already.
+            taken = await session.execute(
                 update(Conversation)
                 .where(
                     Conversation.id == conversation_id,
-                    Conversation.lock_owner != owner,
-                    Conversation.lock_until < now,
+                    or_(Conversation.lock_owner.is_(None), Conversation.lock_owner == owner),
                 )
-                .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
+                .values(lock_owner=owner, lock_until=until)
+            )
+            if rows_affected(taken):
+                return self._clock.now()
+            # Another holder's lease that has run out: it died or stalled (a takeover).
+            taken_over = await session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation_id, Conversation.lock_until < now)
+                .values(lock_owner=owner, lock_until=until)
             )
             if rows_affected(taken_over):
                 lock_taken_over("conversation")
                 return self._clock.now()
-            result = await session.execute(
-                update(Conversation)
-                .where(
-                    Conversation.id == conversation_id,
-                    or_(
-                        Conversation.lock_owner.is_(None),
-                        Conversation.lock_until < now,
-                        Conversation.lock_owner == owner,
-                    ),
-                )
-                .values(lock_owner=owner, lock_until=now + timedelta(seconds=self.ttl_s))
-            )
-            return self._clock.now() if rows_affected(result) else None
+            return None
 
     async def renew(self, conversation_id: str, owner: str) -> datetime | None:
         """Extend the lease. Returns the settled moment, or None when it was lost."""
@@ -98,16 +104,19 @@ class ConversationLease:
             )
         return rows_affected(result)
 
-    async def fence(self, session: AsyncSession, conversation_id: str, owner: str) -> datetime | None:
+    async def fence(self, session: AsyncSession, conversation_id: str, owner: str) -> Fenced | None:
         """In the caller's transaction (a turn's commit): bump the conversation row if ``owner``
-        still holds the lease, which locks it until the commit. Returns the settled moment for the
-        next turn, or None when the lease was taken over (the caller must commit nothing)."""
-        fenced = await session.execute(
-            update(Conversation)
-            .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
-            .values(version=Conversation.version + 1, updated_at=self._clock.now())
-        )
-        return self._clock.now() if rows_affected(fenced) else None
+        still holds the lease, which locks it until the commit. None when the lease was taken over
+        (the caller must commit nothing)."""
+        fenced = (
+            await session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+                .values(version=Conversation.version + 1, updated_at=self._clock.now())
+                .returning(Conversation.ai_enabled)
+            )
+        ).first()
+        return None if fenced is None else Fenced(self._clock.now(), bool(fenced.ai_enabled))
 
     async def release_if_answered(self, session: AsyncSession, conversation_id: str, owner: str) -> bool:
         """In the caller's transaction (a turn's last one): let the lease go when no customer
@@ -115,18 +124,12 @@ class ConversationLease:
         is nothing more. A message committed after this read queues a job of its own (the ingest's
         enqueue finds this job running, not queued), so it is never left behind. Returns whether
         the lease was released."""
-        waiting = await session.scalar(
-            select(
-                exists().where(
-                    Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None)
-                )
-            )
+        waiting = exists().where(
+            Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None)
         )
-        if waiting:
-            return False
         released = await session.execute(
             update(Conversation)
-            .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
+            .where(Conversation.id == conversation_id, Conversation.lock_owner == owner, ~waiting)
             .values(lock_owner=None, lock_until=None)
         )
         return rows_affected(released) > 0

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConflictError, NotFoundError
 from frontdesk.output.blocks import Block, blocks_adapter
-from frontdesk.output.receipts import FAILED, PARTIAL, SENDING, SENT, finish_receipt
+from frontdesk.output.receipts import FAILED, PARTIAL, SENDING, SENT, finish_only_part, finish_receipt
 from frontdesk.output.rendering import DeliveryTarget, PlannedPart, Renderer
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.observability.tracing import DELIVER, Attributes, failed, stage
@@ -92,56 +92,68 @@ class Deliverer:
             account_config=target_base.account_config,
             reply_context=target_base.reply_context,
         )
+        plan, errors = self._plan(target, blocks)  # planned first: the receipt is inserted complete
         receipt = Receipt(
             kind="delivery",
             message_id=message.id,
             conversation_id=target.conversation_id,
             channel_account_id=target.channel_account_id,
             status=SENDING,
-            parts_total=0,
+            parts_total=len(plan),
             parts_sent=0,
-            errors=[],
+            errors=errors,
             created_at=now,
         )
         session.add(receipt)
         await session.flush()
-        parts = await self._add_parts(session, receipt, target, blocks)
+        parts = await self._insert_parts(session, receipt.id, target, plan)
         return StagedReply(target=target, receipt_id=receipt.id, blocks=tuple(blocks), parts=tuple(parts))
+
+    def _plan(self, target: DeliveryTarget, blocks: Sequence[Block]) -> tuple[list[PlannedPart], list[dict[str, str]]]:
+        """The platform calls for ``blocks``, or the receipt's errors when none can be planned."""
+        renderer = self._renderers.get(target.channel)
+        if renderer is None:
+            return [], [{"error": f"no renderer for {target.channel!r}"}]
+        try:
+            return list(renderer.plan(target, blocks)), []
+        except Exception as exc:  # a plan that cannot be made is a failed delivery, not a lost turn
+            log.exception("cannot plan a %s delivery", target.channel)
+            return [], [{"error": f"cannot plan: {type(exc).__name__}: {exc}"[:500]}]
 
     async def _add_parts(
         self, session: AsyncSession, receipt: Receipt, target: DeliveryTarget, blocks: Sequence[Block]
     ) -> list[tuple[int, PlannedPart]]:
-        renderer = self._renderers.get(target.channel)
-        if renderer is None:
-            receipt.errors = [{"error": f"no renderer for {target.channel!r}"}]
-            return []
-        try:
-            plan = renderer.plan(target, blocks)
-        except Exception as exc:  # a plan that cannot be made is a failed delivery, not a lost turn
-            log.exception("cannot plan a %s delivery", target.channel)
-            receipt.errors = [{"error": f"cannot plan: {type(exc).__name__}: {exc}"[:500]}]
+        """Plan the parts of an existing receipt (one staged before parts existed)."""
+        plan, errors = self._plan(target, blocks)
+        if errors:
+            receipt.errors = errors
+        receipt.parts_total = len(plan)
+        return await self._insert_parts(session, receipt.id, target, plan)
+
+    async def _insert_parts(
+        self, session: AsyncSession, receipt_id: int, target: DeliveryTarget, plan: Sequence[PlannedPart]
+    ) -> list[tuple[int, PlannedPart]]:
+        if not plan:
             return []
         now = self._clock.now()
-        rows: list[DeliveryPart] = []
-        for seq, part in enumerate(plan):
-            rows.append(
-                DeliveryPart(
-                    receipt_id=receipt.id,
-                    channel_account_id=target.channel_account_id,
-                    seq=seq,
-                    block_index=part.block_index,
-                    kind=part.kind,
-                    texts=part.texts,
-                    images=part.images,
-                    request=part.request,
-                    status="pending",
-                    platform_message_ids=[],
-                    attempts=0,
-                    updated_at=now,
-                )
+        rows = [
+            DeliveryPart(
+                receipt_id=receipt_id,
+                channel_account_id=target.channel_account_id,
+                seq=seq,
+                block_index=part.block_index,
+                kind=part.kind,
+                texts=part.texts,
+                images=part.images,
+                request=part.request,
+                status="pending",
+                platform_message_ids=[],
+                attempts=0,
+                updated_at=now,
             )
+            for seq, part in enumerate(plan)
+        ]
         session.add_all(rows)
-        receipt.parts_total = len(plan)
         await session.flush()
         return [(row.id, part) for row, part in zip(rows, plan, strict=True)]
 
@@ -280,6 +292,11 @@ class Deliverer:
                     )
                 )
                 if position == len(parts) - 1:
+                    if len(parts) == 1 and not replay:  # the whole delivery was this one part
+                        final = await finish_only_part(session, receipt_id, part, status, error, self._clock.now())
+                        if then is not None:
+                            await then(session, final)
+                        return final
                     return await finish(session)
         raise AssertionError("unreachable")
 

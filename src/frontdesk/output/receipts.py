@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.output.rendering import PlannedPart
 from frontdesk.platform.observability.instruments import receipt_finished
 from frontdesk.platform.store.schema import DeliveryPart, Receipt
 
@@ -41,6 +42,31 @@ async def finish_receipt(session: AsyncSession, receipt_id: int, now: datetime) 
     receipt.finished_at = now
     receipt_finished(receipt.status)
     return receipt.status
+
+
+async def finish_only_part(
+    session: AsyncSession, receipt_id: int, part: PlannedPart, status: str, error: str | None, now: datetime
+) -> str:
+    """``finish_receipt`` for a fresh delivery of a single part, whose outcome is known here: the
+    receipt is written without reading it and its part back (a platform callback cannot have
+    touched the part yet: its platform id commits in this very transaction)."""
+    sent = status == SENT
+    final = SENT if sent else FAILED
+    await session.execute(
+        update(Receipt)
+        .where(Receipt.id == receipt_id)
+        .values(
+            status=final,
+            parts_total=1,
+            parts_sent=int(sent),
+            sent_text=part.texts if sent else 0,
+            sent_image=part.images if sent else 0,
+            errors=[] if sent else [{"seq": 0, "block": part.block_index, "kind": part.kind, "error": error}],
+            finished_at=now,
+        )
+    )
+    receipt_finished(final)
+    return final
 
 
 async def record_platform_status(

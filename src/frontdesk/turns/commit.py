@@ -60,12 +60,12 @@ class TurnCommitter:
         """Write ``record`` in the caller's transaction. Raises ``LeaseLost`` (the caller rolls
         back) when the lease was taken over or another turn answered the batch meanwhile."""
         conversation_id = record.conversation_id
-        settled = await self._lease.fence(session, conversation_id, record.worker)
-        if settled is None:
+        fenced = await self._lease.fence(session, conversation_id, record.worker)
+        if fenced is None:
             raise LeaseLost(conversation_id)
         result = record.result
         reply = Reply(result.outcome, result.blocks, result.detail)
-        if not record.handed_off_itself and not await ai_answers(session, conversation_id):
+        if not record.handed_off_itself and not fenced.ai_enabled:
             reply = Reply.suppressed()
         trace = self._trace(record, reply)
         session.add(trace)
@@ -94,7 +94,7 @@ class TurnCommitter:
         staged = None
         if reply.blocks:
             staged = await self._deliverer.stage(session, target, reply.blocks, turn_id=trace.id, origin="agent")
-        return Committed(trace.id, settled, reply, staged)
+        return Committed(trace.id, fenced.settled, reply, staged)
 
     def _trace(self, record: TurnRecord, reply: Reply) -> TurnTrace:
         result = record.result
