@@ -535,7 +535,9 @@ async def test_an_audio_message_waits_for_transcoding_then_is_transcribed_and_an
 
 
 async def test_audio_line_could_not_transcode_is_resolved_honestly_and_still_answered(db, tmp_path):
-    async with line(db, tmp_path, transcription=TRANSCRIPT, job_backoff_s=0.05) as live:
+    # The readiness gate waits for the media job however slow the machine (its retries give up
+    # and store the placeholder, which lets the turn in): one turn, one reply.
+    async with line(db, tmp_path, transcription=TRANSCRIPT, job_backoff_s=0.05, media_ready_timeout_s=60) as live:
         live.platform.transcoding[AUDIO_ID] = ["failed"]
         await post(live, fresh(fixture("message__audio.json")))
         await wait_idle(db, timeout_s=15)
