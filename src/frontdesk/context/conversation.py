@@ -88,16 +88,32 @@ class ContextLoader:
         self.ledgers = ledgers or LedgerStore()
 
     async def load(self, conversation_id: str, now: datetime) -> ConversationContext:
+        # The conversation, its contact and tenant, its memory snapshot, its reply count and the
+        # last turn's route in one statement; then its open tasks and its ledgers.
+        reply_count = (
+            select(func.count())
+            .select_from(Message)
+            .where(Message.conversation_id == Conversation.id, Message.role == "assistant")
+            .scalar_subquery()
+        )
+        route_of_last_turn = (
+            select(TurnTrace.route)
+            .where(TurnTrace.conversation_id == Conversation.id)
+            .order_by(TurnTrace.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
         async with self._db.read() as session:
             row = (
                 await session.execute(
-                    select(Conversation, Contact, Tenant)
+                    select(Conversation, Contact, Tenant, SnapshotRow, reply_count, route_of_last_turn)
                     .join(Contact, Contact.id == Conversation.contact_id)
                     .join(Tenant, Tenant.id == Conversation.tenant_id)
+                    .outerjoin(SnapshotRow, SnapshotRow.conversation_id == Conversation.id)
                     .where(Conversation.id == conversation_id)
                 )
             ).one()
-            conversation, contact, tenant = row
+            conversation, contact, tenant, snapshot, replies, last_route = row
             tasks = list(
                 await session.scalars(
                     select(Task)
@@ -105,19 +121,7 @@ class ContextLoader:
                     .order_by(Task.created_at)
                 )
             )
-            snapshot = await session.get(SnapshotRow, conversation_id)
-            replies = await session.scalar(
-                select(func.count())
-                .select_from(Message)
-                .where(Message.conversation_id == conversation_id, Message.role == "assistant")
-            )
             ledgers = await self.ledgers.load(session, conversation_id, now, tenant.data_revision)
-            last_route = await session.scalar(
-                select(TurnTrace.route)
-                .where(TurnTrace.conversation_id == conversation_id)
-                .order_by(TurnTrace.id.desc())
-                .limit(1)
-            )
         return ConversationContext(
             tenant_id=conversation.tenant_id,
             pack=tenant.pack,
