@@ -8,7 +8,6 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import select
 
 from frontdesk.platform.clock import ManualClock, SystemClock
@@ -570,35 +569,3 @@ async def test_running_job_keeps_its_lease_alive_while_the_handler_works(db):
 
 async def _status_is(db: Database, status: str) -> bool:
     return await count(db, Job, Job.status == status) == 1
-
-
-# -- running until idle (tests and tools drive a runtime through time with it) ---------------------
-
-
-async def test_run_until_idle_runs_each_job_at_its_time_by_moving_a_manual_clock(db):
-    clock = ManualClock(T0)
-    queue = JobQueue(db, clock, JobPolicy())
-    ran: list[tuple[str, float]] = []
-
-    async def step(job):
-        ran.append((job.payload["name"], clock.monotonic()))
-        if job.payload["name"] == "first":  # a job that queues another for later, as a turn does
-            await enqueue(queue, db, "step", {"name": "follow-up"}, delay_s=30)
-
-    await enqueue(queue, db, "step", {"name": "first"}, delay_s=5)
-    await enqueue(queue, db, "step", {"name": "later"}, delay_s=60)
-
-    assert await runner_for(queue, {"step": step}).run_until_idle() == 3
-    assert ran == [("first", 5.0), ("follow-up", 35.0), ("later", 60.0)]
-    assert {j.status for j in await jobs(db)} == {"done"}
-
-
-async def test_run_until_idle_refuses_to_run_for_ever(db):
-    queue = JobQueue(db, ManualClock(T0), JobPolicy())
-
-    async def again(job):  # every run queues the next: it would never be idle
-        await enqueue(queue, db, "again", {"n": job.payload["n"] + 1})
-
-    await enqueue(queue, db, "again", {"n": 0})
-    with pytest.raises(RuntimeError, match="still busy after 20 jobs"):
-        await runner_for(queue, {"again": again}).run_until_idle(max_jobs=20)

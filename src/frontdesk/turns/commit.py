@@ -21,7 +21,7 @@ from frontdesk.context.ledgers import LedgerStore
 from frontdesk.context.summarizer import SUMMARIZE_CONVERSATION
 from frontdesk.humans import hold_for_team, open_tasks
 from frontdesk.humans.model_budget import hold_for_budget
-from frontdesk.ingestion.ingest import ai_answers, reopen_late_media
+from frontdesk.ingestion.ingest import reopen_late_media
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.output.delivery import Deliverer, StagedReply
 from frontdesk.output.rendering import DeliveryTarget
@@ -89,7 +89,8 @@ class TurnCommitter:
         )
         if rows_affected(answered) != len(record.batch_ids):  # another turn answered them meanwhile
             raise LeaseLost(conversation_id)
-        await self._reopen_media_ready_meanwhile(session, record, trace.id)
+        if fenced.ai_enabled:  # (handed off in this very turn: the person reads it in the console)
+            await self._reopen_media_ready_meanwhile(session, record, trace.id)
         turn_outcome(reply.outcome.value, steps=result.steps)  # counted once it is this turn's for sure
         staged = None
         if reply.blocks:
@@ -169,8 +170,8 @@ class TurnCommitter:
         ready by now was answered as its placeholder: open it again for a turn that reads it.
         ``Ingestor.mark_ready`` does the same when it lands after this commit."""
         late = record.pending_media_ids
-        if not late or not await ai_answers(session, record.conversation_id):
-            return  # (handed off in this very turn: the person reads it in the console)
+        if not late:
+            return
         ready = select(Message).where(Message.id.in_(late), Message.status == "ready")
         for message in await session.scalars(ready):
             reopen_late_media(message, turn_id, self._clock.now())
