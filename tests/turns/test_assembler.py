@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import delete, update
 
+from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.store.schema import Conversation, Job, Message
 from harness import HeldModel, count, make_runtime, message, replies, reply, reply_texts, traces
@@ -170,6 +171,35 @@ async def test_readiness_gate_waits_for_pending_media(db):
     (trace,) = await traces(db)
     assert trace.latency_ms["pending_media"] == 0
     assert trace.latency_ms["wait_ms"] < 30_000  # pulled forward, not run at the timeout
+
+
+async def test_media_ready_while_the_holder_decides_to_wait_is_answered_at_once(db, monkeypatch):
+    """The media lands between the holder's read (still pending: wait 30 s) and its letting go of
+    the lease; the turn that readiness queues runs meanwhile, finds the lease held and ends. The
+    customer is answered now all the same, not when the 30 s wait runs out."""
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, ECHO, clock=clock, quiet_window_s=0, media_ready_timeout_s=30)
+    pending = await runtime.ingestor.ingest(
+        message(accounts.terminal_id, "(voice message — transcribing)", content_type="voice", status="pending")
+    )
+    release = ConversationLease.release
+    landed: list[bool] = []
+
+    async def media_lands_first(lease: ConversationLease, conversation_id: str, owner: str) -> None:
+        if not landed:
+            landed.append(True)
+            await runtime.ingestor.mark_ready(pending.message_id, "a quote for 500 cards please")
+            assert await runtime.runner.run_once()  # the turn it queued: the lease is still held here
+        await release(lease, conversation_id, owner)
+
+    monkeypatch.setattr(ConversationLease, "release", media_lands_first)
+    while await runtime.runner.run_once():  # only what is due now: the clock does not move
+        pass
+
+    assert landed
+    assert await reply_texts(db) == ["got: a quote for 500 cards please"]
+    assert clock.monotonic() == 0
+    assert await count(db, Job, Job.status == "queued") == 0  # no wake-up left for later
 
 
 async def test_readiness_gate_times_out_to_the_placeholder(db):

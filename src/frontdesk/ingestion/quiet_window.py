@@ -33,9 +33,11 @@ class Ready:
 
 @dataclass(frozen=True)
 class Defer:
-    """Not ready yet: look again in ``seconds`` (0: it has become ready since ``settled``)."""
+    """Not ready yet: look again in ``seconds`` (0: it has become ready since ``settled``).
+    ``media``: the pending media rows waited for, if that is the reason."""
 
     seconds: float
+    media: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,5 +62,5 @@ class QuietWindow:
             pending_for_s = (now - pending[0].created_at).total_seconds()
             if pending_for_s < self.media_ready_timeout_s:
                 # ``Ingestor.mark_ready`` pulls the job forward as soon as the media is ready.
-                return Defer(self.media_ready_timeout_s - pending_for_s)
+                return Defer(self.media_ready_timeout_s - pending_for_s, tuple(r.id for r in pending))
         return Ready(round(waited_s * 1000, 2), len(pending))

@@ -93,7 +93,7 @@ class TurnAssembler:
             settled = await self._lease.acquire(conversation_id, owner)
             if settled is None:
                 return turns
-            defer_s: float | None = None
+            defer: Defer | None = None
             released = False
             try:
                 async with self._lease.kept_alive(conversation_id, owner):
@@ -107,7 +107,7 @@ class TurnAssembler:
                                 raise LeaseLost(conversation_id)
                             collected = await self._collect(conversation_id, settled)
                         if isinstance(collected, Defer):
-                            defer_s = collected.seconds
+                            defer = collected
                             break
                         if collected is None:
                             break
@@ -127,12 +127,21 @@ class TurnAssembler:
                     await self._lease.release(conversation_id, owner)
             if released:
                 return turns
-            if defer_s is not None:
-                await self._come_back(conversation_id, defer_s)
+            if defer is not None:
+                if defer.media and await self._media_landed(defer.media):
+                    # It landed while we were deciding to wait for it: the turn its readiness
+                    # queued may have found our lease still held and gone, so look again now.
+                    continue
+                await self._come_back(conversation_id, defer.seconds)
                 return turns
             async with self._db.read() as session:
                 if not await unanswered(session, conversation_id):
                     return turns
+
+    async def _media_landed(self, message_ids: tuple[int, ...]) -> bool:
+        async with self._db.read() as session:
+            landed = select(Message.id).where(Message.id.in_(message_ids), Message.status != "pending")
+            return await session.scalar(landed.limit(1)) is not None
 
     async def _come_back(self, conversation_id: str, delay_s: float) -> None:
         async with self._db.transaction() as session:
