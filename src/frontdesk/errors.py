@@ -94,4 +94,19 @@ def transient_status(status: int) -> bool:
 
 
 class ChannelAPIError(_VendorError):
+    """``permanent``: asking again would fail the same way (a 4xx that is not a "not now", a file
+    over our limit, a URL we refuse to follow), so a job gives up at once instead of retrying;
+    it defaults to what ``status`` says, and without a status to worth retrying."""
+
     code = "channel_api_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        permanent: bool | None = None,
+    ) -> None:
+        super().__init__(message, status=status, retry_after=retry_after)
+        self.permanent = permanent if permanent is not None else status is not None and not transient_status(status)

@@ -535,8 +535,8 @@ async def test_an_audio_message_waits_for_transcoding_then_is_transcribed_and_an
 
 
 async def test_audio_line_could_not_transcode_is_resolved_honestly_and_still_answered(db, tmp_path):
-    # The readiness gate waits for the media job however slow the machine (its retries give up
-    # and store the placeholder, which lets the turn in): one turn, one reply.
+    # The readiness gate waits for the media job however slow the machine (it gives up at once on
+    # LINE's "failed" and stores the placeholder, which lets the turn in): one turn, one reply.
     async with line(db, tmp_path, transcription=TRANSCRIPT, job_backoff_s=0.05, media_ready_timeout_s=60) as live:
         live.platform.transcoding[AUDIO_ID] = ["failed"]
         await post(live, fresh(fixture("message__audio.json")))
@@ -545,6 +545,7 @@ async def test_audio_line_could_not_transcode_is_resolved_honestly_and_still_ans
         (row,) = await live.messages()
         assert row.content == "[audio message: could not be loaded]"
         assert "could not transcode" in row.meta["media_error"]
+        assert len([c for c in live.platform.calls if c.path.endswith("/transcoding")]) == 1  # not asked again
         assert len(outbound(live)) == 1
         assert await count(db, Receipt) == 1
 

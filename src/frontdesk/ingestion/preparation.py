@@ -84,8 +84,10 @@ class MediaPreparer:
             # traceback. The error's text only: ours never carries a token (``_http._redact``).
             error = _short(exc)
             what = f"media of message {message_id} (conversation {message.conversation_id})"
-            # A refused address is refused again on every attempt: given up at once.
-            if not final_attempt and not isinstance(exc, OutboundRefused):
+            # A refused address, a file too big or a platform's "no" fails again on every attempt:
+            # given up at once, so the customer is answered now rather than after the retries.
+            permanent = isinstance(exc, OutboundRefused) or (isinstance(exc, ChannelAPIError) and exc.permanent)
+            if not final_attempt and not permanent:
                 raise RetryLater(f"{what}: {error}", max_attempts=attempts) from exc  # retried with backoff
             log.error(
                 "job %s (%s) gave up (attempt %d of %d): %s: %s; stored as a placeholder",

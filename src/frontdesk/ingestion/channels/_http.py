@@ -133,7 +133,7 @@ async def download(
                 if response.is_redirect:
                     target = str(response.url.join(response.headers.get("location", "")))
                     if not _may_follow(url, target) or (allow is not None and not allow(target)):
-                        raise ChannelAPIError("download: redirected to a location we do not fetch from")
+                        raise ChannelAPIError("download: redirected to a location we do not fetch from", permanent=True)
                     if _origin(target) != _origin(current):
                         sent_headers = {k: v for k, v in sent_headers.items() if k.lower() != "authorization"}
                     current = target
@@ -141,7 +141,7 @@ async def download(
                 return await _read_capped(response, limit)
         except httpx2.HTTPError as exc:
             raise ChannelAPIError(f"download: {type(exc).__name__}") from exc
-    raise ChannelAPIError("download: too many redirects")
+    raise ChannelAPIError("download: too many redirects", permanent=True)
 
 
 async def _read_capped(response: httpx2.Response, limit: int) -> tuple[bytes, str]:
@@ -149,13 +149,13 @@ async def _read_capped(response: httpx2.Response, limit: int) -> tuple[bytes, st
         raise ChannelAPIError(f"download: HTTP {response.status_code}", status=response.status_code)
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise ChannelAPIError(f"download: {declared} bytes is over the {limit}-byte limit")
+        raise ChannelAPIError(f"download: {declared} bytes is over the {limit}-byte limit", permanent=True)
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise ChannelAPIError(f"download: over the {limit}-byte limit")
+            raise ChannelAPIError(f"download: over the {limit}-byte limit", permanent=True)
         chunks.append(chunk)
     mime = response.headers.get("content-type", "application/octet-stream").split(";")[0].strip()
     return b"".join(chunks), mime

@@ -196,7 +196,7 @@ class LineMediaFetcher:
         # so it is fetched through the outbound guard (no loopback, private or link-local host).
         trusted = (f"{api_base(account)}/", f"{data_api_base(account)}/")
         if not (media.ref.startswith("https://") or media.ref.startswith(trusted)):
-            raise ChannelAPIError("external LINE content must be an https URL")
+            raise ChannelAPIError("external LINE content must be an https URL", permanent=True)
         data, mime = await download(self._deps.guarded_http, media.ref)
         return FetchedMedia(data, _mime(mime, media))
 
@@ -207,7 +207,7 @@ class LineMediaFetcher:
             if status == "succeeded":
                 return
             if status == "failed":
-                raise ChannelAPIError("LINE could not transcode this audio")
+                raise ChannelAPIError("LINE could not transcode this audio", permanent=True)
             if attempt + 1 < TRANSCODING_TRIES:
                 await asyncio.sleep(TRANSCODING_WAIT_S)
         # Still "processing": the prepare_media job retries later with backoff.

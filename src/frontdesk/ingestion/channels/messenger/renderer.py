@@ -108,7 +108,7 @@ class MessengerMediaFetcher:
         # Checked again here, not only at parse time: the stored ref is what the job follows.
         url = fetchable_url(media.ref, account.config)
         if url is None:
-            raise ChannelAPIError("refused: the media URL is not an https URL of Meta's CDN")
+            raise ChannelAPIError("refused: the media URL is not an https URL of Meta's CDN", permanent=True)
         # A redirect must land on a URL that passes the same rule; every hop's address passes the
         # outbound guard too (the URL came in a payload).
         data, mime = await download(

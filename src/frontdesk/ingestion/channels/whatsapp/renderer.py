@@ -122,12 +122,12 @@ class WhatsAppMediaFetcher:
 
     async def fetch(self, account: AccountView, media: MediaRef) -> FetchedMedia:
         if not _GRAPH_ID.fullmatch(media.ref):
-            raise ChannelAPIError("not a WhatsApp media id")
+            raise ChannelAPIError("not a WhatsApp media id", permanent=True)
         headers = _bearer(account)
         info = await call_json(self._deps.http, "GET", f"{graph_base(account)}/{media.ref}", headers=headers)
         url = info.get("url") if isinstance(info, dict) else None
         if not isinstance(url, str) or not _may_follow(account, url):
-            raise ChannelAPIError("the media lookup returned no https download URL")
+            raise ChannelAPIError("the media lookup returned no https download URL", permanent=True)
         # The URL is the Graph API's answer, not one we built: fetched through the outbound guard.
         data, served = await download(self._deps.guarded_http, url, headers=headers)
         # The lookup names the type Meta stored; the download's Content-Type is not always useful.
