@@ -345,6 +345,27 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+async def every_process_exits(family: set[int], timeout_s: float = 30) -> None:
+    """Until none of ``family`` runs. An instance joins its worker processes before it exits, but
+    multiprocessing's resource tracker (a child too) leaves when it reads the end of its pipe, a
+    moment after the last holder exits, later under load. On a timeout, names who is left."""
+
+    async def all_gone() -> bool:
+        return not [pid for pid in family if alive(pid)]
+
+    try:
+        await wait_for(all_gone, timeout_s, "every process of the instance to exit")
+    except AssertionError as exc:
+        left = {pid: _cmdline(pid) for pid in family if alive(pid)}
+        raise AssertionError(f"{exc}; still running: {left}") from None
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    return "?"
+
+
 def pid_of_owner(owner: str) -> int:
     """Lease owners are ``host:pid:random/<worker>/job<id>.<attempt>`` (platform/workers.py)."""
     return int(owner.split(":")[1])

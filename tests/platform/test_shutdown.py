@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from instances_kit import (
     Outcome,
-    alive,
     base_env,
     conversation_of,
     echo_script,
+    every_process_exits,
     fresh_database,
     http_client,
     instances,
@@ -158,7 +158,7 @@ async def _sigterm_the_lease_holder(tmp_path: Path, grace_s: float) -> tuple[set
                 exited_after_s = time.monotonic() - t
                 stored = await outcome(db, conversation_id)
                 (worker,) = stored.turns.values()
-                assert not [pid for pid in family if alive(pid)]  # none left behind
+                await every_process_exits(family)  # none left behind
                 return family, exited_after_s, replied_after_s, worker, stored
         finally:
             await db.dispose()

@@ -22,6 +22,7 @@ from instances_kit import (
     children_of,
     conversation_of,
     echo_script,
+    every_process_exits,
     http_client,
     instances,
     lease_holder,
@@ -230,13 +231,7 @@ async def test_sigterm_lets_the_worker_process_finish_its_turn_and_every_process
     assert code == 0, server.log()[-3000:]
     (turn,) = stored.turns
     assert stored.replies == {turn: ["got: drain"]}  # finished inside the grace, not abandoned
-
-    async def all_gone() -> bool:
-        # The worker was joined before the HTTP process exited; multiprocessing's resource tracker
-        # (a child too) leaves when it reads its pipe's end, a moment after, later under load.
-        return not [pid for pid in family if alive(pid)]
-
-    await wait_for(all_gone, 30, "every process of the instance to exit")
+    await every_process_exits(family)
 
 
 async def test_a_worker_process_leaves_when_the_server_that_started_it_is_killed(tmp_path, sqlite_url):
