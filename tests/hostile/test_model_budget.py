@@ -22,6 +22,7 @@ from frontdesk.humans.console.operators import add_operator
 from frontdesk.humans.model_budget import BUDGET_TITLES
 from frontdesk.output.transcript import message_text
 from frontdesk.packs.catalog import FALLBACK_TEXTS
+from frontdesk.platform.clock import ManualClock as SteppedClock  # console_kit's runs with real time
 from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent, window_of
 from frontdesk.platform.models.gateway import ModelGateway, PydanticAIClient
 from frontdesk.platform.store.schema import Notification, Task
@@ -135,7 +136,7 @@ async def test_a_turn_the_model_failed_is_not_charged_and_its_retry_is_answered(
 
 
 async def test_parallel_turns_never_get_past_the_limit(db):
-    clock = ManualClock()
+    clock = SteppedClock()
     budget = ModelBudget(db, clock, per_hour=7, per_day=50)
     zone = ZoneInfo("Asia/Ho_Chi_Minh")
     claims = await asyncio.gather(*(budget.claim("tenant-a", zone) for _ in range(40)))
@@ -149,18 +150,35 @@ async def test_parallel_turns_never_get_past_the_limit(db):
     assert isinstance(await budget.claim("tenant-a", zone), Spent)
 
 
+async def test_a_turn_refused_by_one_window_is_counted_in_none(db):
+    """40 turns at once against 7 an hour and 10 a day: the 33 the hour refused must not have used
+    up the day, so the next hour still has the day's last 3."""
+    clock = SteppedClock()  # 2026-01-05 16:00 in Ho Chi Minh City: the next hour is the same day
+    budget = ModelBudget(db, clock, per_hour=7, per_day=10)
+    zone = ZoneInfo("Asia/Ho_Chi_Minh")
+    claims = await asyncio.gather(*(budget.claim("tenant-a", zone) for _ in range(40)))
+    assert sum(isinstance(c, Claimed) for c in claims) == 7
+
+    clock.advance(3600)
+    later = [await budget.claim("tenant-a", zone) for _ in range(4)]
+    assert [type(c).__name__ for c in later] == ["Claimed", "Claimed", "Claimed", "Spent"]
+    spent = later[-1]
+    assert isinstance(spent, Spent)
+    assert (spent.period, spent.limit) == ("day", 10)
+
+
 async def test_the_day_is_the_tenants_own_day(db):
-    clock = ManualClock()
+    clock = SteppedClock()
     budget = ModelBudget(db, clock, per_hour=0, per_day=2)
     zone = ZoneInfo("Asia/Ho_Chi_Minh")  # UTC+7: the owner's midnight is 17:00 UTC
-    local_now = datetime.now(UTC).astimezone(zone)
+    local_now = clock.now().astimezone(zone)
     tomorrow = datetime.combine(local_now.date() + timedelta(days=1), datetime.min.time(), tzinfo=zone)
     for _ in range(2):
         assert isinstance(await budget.claim("tenant-a", zone), Claimed)
     spent = await budget.claim("tenant-a", zone)
     assert isinstance(spent, Spent)
     assert spent.window.end == tomorrow.astimezone(UTC)
-    clock.offset = tomorrow - local_now  # the owner's midnight
+    clock.set(tomorrow)  # the owner's midnight
     assert isinstance(await budget.claim("tenant-a", zone), Claimed)
 
 

@@ -2,10 +2,10 @@
 
 The web chat's limits (``ingestion/channels/webchat/limits.py``) slow one sender down; this caps
 what all senders together can cost a tenant, however many addresses and sessions they use. A
-turn claims one unit of both windows before the model runs, in one transaction with a
-conditional UPDATE per window (the sign-in limits' pattern): parallel turns queue on the row and
-each sees the count the previous one left, so no burst gets past the limit. A turn whose model
-then failed before answering gives its unit back (its retry claims again).
+turn claims one unit of both windows before the model runs, in one transaction with one
+conditional UPDATE over both windows' rows (the sign-in limits' pattern): parallel turns queue on
+the rows and each sees the counts the previous one left, so no burst gets past the limit. A turn
+whose model then failed before answering gives its unit back (its retry claims again).
 
 Windows follow the tenant's own clock: an hour from the top of the hour, a day from local
 midnight, so the owner's "resets at midnight" is their midnight. A limit of 0 turns that window
@@ -103,10 +103,13 @@ class ModelBudget:
         windows = tuple(window_of(period, now, zone) for period, _ in self._limits)
         if not windows:
             return Claimed(tenant_id, ())
+        limits = tuple(limit for _, limit in self._limits)
         try:
             async with self._db.transaction() as session:
-                for window, (_, limit) in zip(windows, self._limits, strict=True):
-                    if not await _claim_one(session, tenant_id, window, limit, now):
+                # The common case in one statement: every window's row is there and has room.
+                counted = await _count_in_all(session, tenant_id, windows, limits)
+                for window, limit in zip(windows, limits, strict=True):
+                    if window.period not in counted and not await _open_window(session, tenant_id, window, limit, now):
                         raise _Refused(Spent(window, limit))
         except _Refused as refused:
             return refused.spent
@@ -132,20 +135,35 @@ class ModelBudget:
             )
 
 
-async def _claim_one(session: AsyncSession, tenant_id: str, window: Window, limit: int, now: datetime) -> bool:
-    # UPDATE first (the common case: the window's row is there); a missing row is inserted already
-    # counting this turn; a row that appeared meanwhile (a parallel first turn) is updated.
-    key = (
-        ModelBudgetCounter.tenant_id == tenant_id,
-        ModelBudgetCounter.period == window.period,
-        ModelBudgetCounter.window_start == window.start,
-    )
-    counted = (
+async def _count_in_all(
+    session: AsyncSession, tenant_id: str, windows: tuple[Window, ...], limits: tuple[int, ...]
+) -> set[str]:
+    """Count the turn in each window whose row exists and has room; returns those periods. A
+    refusal later in the transaction rolls these back, so no window counts a refused turn."""
+    counted = await session.execute(
         update(ModelBudgetCounter)
-        .where(*key, ModelBudgetCounter.turns < limit)
+        .where(
+            ModelBudgetCounter.tenant_id == tenant_id,
+            or_(
+                *(
+                    and_(
+                        ModelBudgetCounter.period == window.period,
+                        ModelBudgetCounter.window_start == window.start,
+                        ModelBudgetCounter.turns < limit,
+                    )
+                    for window, limit in zip(windows, limits, strict=True)
+                )
+            ),
+        )
         .values(turns=ModelBudgetCounter.turns + 1)
-        .returning(ModelBudgetCounter.turns)
+        .returning(ModelBudgetCounter.period)
     )
+    return {str(period) for (period,) in counted}
+
+
+async def _open_window(session: AsyncSession, tenant_id: str, window: Window, limit: int, now: datetime) -> bool:
+    """A window ``_count_in_all`` did not count in: new (its row is inserted already counting this
+    turn), opened meanwhile by a parallel first turn (counted again), or spent (False)."""
     insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
     first = (
         insert(ModelBudgetCounter)
@@ -153,8 +171,6 @@ async def _claim_one(session: AsyncSession, tenant_id: str, window: Window, limi
         .on_conflict_do_nothing()
         .returning(ModelBudgetCounter.turns)
     )
-    if (await session.execute(counted)).first() is not None:
-        return True
     if (await session.execute(first)).first() is not None:
         await session.execute(  # a new window: the tenant's old ones are done with
             delete(ModelBudgetCounter).where(
@@ -162,4 +178,15 @@ async def _claim_one(session: AsyncSession, tenant_id: str, window: Window, limi
             )
         )
         return True
+    counted = (
+        update(ModelBudgetCounter)
+        .where(
+            ModelBudgetCounter.tenant_id == tenant_id,
+            ModelBudgetCounter.period == window.period,
+            ModelBudgetCounter.window_start == window.start,
+            ModelBudgetCounter.turns < limit,
+        )
+        .values(turns=ModelBudgetCounter.turns + 1)
+        .returning(ModelBudgetCounter.turns)
+    )
     return (await session.execute(counted)).first() is not None
