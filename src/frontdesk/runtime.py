@@ -208,7 +208,6 @@ class Runtime:
                 clock,
                 LoopLimits(max_steps=settings.max_steps),
                 built_packs,
-                loader,
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
                 budget=budget,
@@ -216,6 +215,7 @@ class Runtime:
                     db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day
                 ),
             ),
+            loader,
             TurnCommitter(clock, lease, loader.ledgers, queue, deliverer),
             deliverer,
             queue,

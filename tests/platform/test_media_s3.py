@@ -348,9 +348,10 @@ async def test_the_agent_shows_the_model_only_its_own_tenants_images(db, store):
         TurnMessage(1, "user", "image", "[image]", now, image_key=theirs.key),
         TurnMessage(2, "user", "image", "[image] Here is my logo", now, image_key=ours.key),
     )
-    agent = Agent(gateway, runtime.clock, LoopLimits(), runtime.agent_packs, ContextLoader(db), media=store)
+    agent = Agent(gateway, runtime.clock, LoopLimits(), runtime.agent_packs, media=store)
+    context = await ContextLoader(db).load(ingested.conversation_id, now)
 
-    run = await agent.generate(Turn(accounts.tenant_id, "Demo", ingested.conversation_id, batch, ()))
+    run = await agent.generate(Turn(accounts.tenant_id, "Demo", ingested.conversation_id, batch, ()), context)
     await runtime.close()
 
     assert run.result.outcome.value == "replied"

@@ -244,13 +244,15 @@ async def test_the_agent_keeps_a_long_conversations_prompt_within_a_small_window
         clock,
         LoopLimits(),
         agent_packs(runtime.settings, db, clock),
-        ContextLoader(db),
         budget=SMALL_WINDOW,
     )
     history = burst_turns(400, MARCH)
     batch = (TurnMessage(10_000, "user", "text", "How much are business cards?", MARCH),)
 
-    run = await agent.generate(Turn(accounts.tenant_id, "Demo", ingested.conversation_id, batch, tuple(history)))
+    context = await ContextLoader(db).load(ingested.conversation_id, clock.now())
+    run = await agent.generate(
+        Turn(accounts.tenant_id, "Demo", ingested.conversation_id, batch, tuple(history)), context
+    )
 
     assert run.result.outcome.value == "replied"
     (sent,) = model.request_tokens

@@ -4,16 +4,19 @@ Nothing is kept in memory between turns (invariant 1)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.episodic import EpisodicSnapshot
 from frontdesk.context.ledgers import LedgerStore, WorkingState
+from frontdesk.errors import NotFoundError
 from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import Contact, Conversation, Message, Task, Tenant, TurnTrace
+from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message, Task, Tenant, TurnTrace
 from frontdesk.platform.store.schema import EpisodicSnapshot as SnapshotRow
 
 
@@ -82,46 +85,78 @@ class ConversationContext:
         return any(t.kind == "follow_up" for t in self.open_tasks)
 
 
+@dataclass(frozen=True)
+class ConversationRow:
+    """A conversation as one statement reads it: with its channel account, contact and tenant,
+    its memory snapshot, how many replies it has had and the last turn's route. A turn builds
+    its thread (where to answer) and its context from it."""
+
+    conversation: Conversation
+    account: ChannelAccount
+    contact: Contact
+    tenant: Tenant
+    snapshot: SnapshotRow | None
+    replies: int
+    last_route: dict[str, Any] | None
+
+
+def conversation_query() -> Select[Any]:
+    """The statement behind ``ConversationRow`` (its columns in that order), for a caller to
+    narrow down or join its own rows to (the turn joins its unanswered messages)."""
+    reply_count = (
+        select(func.count())
+        .select_from(Message)
+        .where(Message.conversation_id == Conversation.id, Message.role == "assistant")
+        .correlate(Conversation)  # never a caller's own messages joined to the row
+        .scalar_subquery()
+    )
+    route_of_last_turn = (
+        select(TurnTrace.route)
+        .where(TurnTrace.conversation_id == Conversation.id)
+        .order_by(TurnTrace.id.desc())
+        .limit(1)
+        .correlate(Conversation)
+        .scalar_subquery()
+    )
+    return (
+        select(Conversation, ChannelAccount, Contact, Tenant, SnapshotRow, reply_count, route_of_last_turn)
+        .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
+        .join(Contact, Contact.id == Conversation.contact_id)
+        .join(Tenant, Tenant.id == Conversation.tenant_id)
+        .outerjoin(SnapshotRow, SnapshotRow.conversation_id == Conversation.id)
+    )
+
+
+def conversation_row(columns: Sequence[Any]) -> ConversationRow:
+    """The ``ConversationRow`` in the first seven columns of a ``conversation_query`` result."""
+    conversation, account, contact, tenant, snapshot, replies, last_route = columns[:7]
+    return ConversationRow(conversation, account, contact, tenant, snapshot, int(replies or 0), last_route)
+
+
 class ContextLoader:
     def __init__(self, db: Database, ledgers: LedgerStore | None = None) -> None:
         self._db = db
         self.ledgers = ledgers or LedgerStore()
 
     async def load(self, conversation_id: str, now: datetime) -> ConversationContext:
-        # The conversation, its contact and tenant, its memory snapshot, its reply count and the
-        # last turn's route in one statement; then its open tasks and its ledgers.
-        reply_count = (
-            select(func.count())
-            .select_from(Message)
-            .where(Message.conversation_id == Conversation.id, Message.role == "assistant")
-            .scalar_subquery()
-        )
-        route_of_last_turn = (
-            select(TurnTrace.route)
-            .where(TurnTrace.conversation_id == Conversation.id)
-            .order_by(TurnTrace.id.desc())
-            .limit(1)
-            .scalar_subquery()
-        )
+        """The whole context in one read of its own (three statements)."""
         async with self._db.read() as session:
-            row = (
-                await session.execute(
-                    select(Conversation, Contact, Tenant, SnapshotRow, reply_count, route_of_last_turn)
-                    .join(Contact, Contact.id == Conversation.contact_id)
-                    .join(Tenant, Tenant.id == Conversation.tenant_id)
-                    .outerjoin(SnapshotRow, SnapshotRow.conversation_id == Conversation.id)
-                    .where(Conversation.id == conversation_id)
-                )
-            ).one()
-            conversation, contact, tenant, snapshot, replies, last_route = row
-            tasks = list(
-                await session.scalars(
-                    select(Task)
-                    .where(Task.conversation_id == conversation_id, Task.status == "open")
-                    .order_by(Task.created_at)
-                )
+            found = (await session.execute(conversation_query().where(Conversation.id == conversation_id))).first()
+            if found is None:
+                raise NotFoundError(f"no conversation {conversation_id}")
+            return await self.complete(session, conversation_row(found), now)
+
+    async def complete(self, session: AsyncSession, row: ConversationRow, now: datetime) -> ConversationContext:
+        """The context of a conversation already read: its open tasks and ledgers are read here."""
+        conversation, contact, tenant, snapshot = row.conversation, row.contact, row.tenant, row.snapshot
+        tasks = list(
+            await session.scalars(
+                select(Task)
+                .where(Task.conversation_id == conversation.id, Task.status == "open")
+                .order_by(Task.created_at)
             )
-            ledgers = await self.ledgers.load(session, conversation_id, now, tenant.data_revision)
+        )
+        ledgers = await self.ledgers.load(session, conversation.id, now, tenant.data_revision)
         return ConversationContext(
             tenant_id=conversation.tenant_id,
             pack=tenant.pack,
@@ -130,10 +165,10 @@ class ContextLoader:
             open_tasks=[OpenTask(t.id, t.kind, t.priority, t.title, dict(t.details)) for t in tasks],
             episodic=EpisodicSnapshot.model_validate(snapshot.data) if snapshot else None,
             ledgers=_with_open_tasks(ledgers, tasks),
-            assistant_replies=int(replies or 0),
+            assistant_replies=row.replies,
             snapshot_replies_covered=snapshot.replies_covered if snapshot else 0,
             snapshot_updated_at=snapshot.updated_at if snapshot else None,
-            last_language=(last_route or {}).get("language"),
+            last_language=(row.last_route or {}).get("language"),
             languages=tuple(str(x) for x in (tenant.languages or ["en"])) or ("en",),
             data_revision=int(tenant.data_revision or 0),
         )

@@ -1,6 +1,6 @@
 """The reasoning entry point: a ``Turn`` in, an ``AgentRun`` out.
 
-Per turn: load the conversation's context from the store, route the batch, derive the tool
+Per turn, given the conversation's context (read by ``turns/``): route the batch, derive the tool
 bundle from the pack's policy catalog, select the pack's reference notes for the route, assemble
 the prompt (static prefix, history within the chat slot's memory budget, dynamic tail), run the
 bounded loop with the verification gate, tool results shrunk to the budget's tool-result reserve.
@@ -21,7 +21,7 @@ from pydantic_ai import BinaryContent
 from frontdesk.capabilities.policy import RoutingDecision, ToolPolicyCatalog
 from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.budget import BudgetConfig
-from frontdesk.context.conversation import ContextLoader
+from frontdesk.context.conversation import ConversationContext
 from frontdesk.context.episodic import EpisodicCadence
 from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix, tenant_playbooks
 from frontdesk.context.knowledge import KnowledgeRegistry
@@ -34,7 +34,7 @@ from frontdesk.platform.media import LEGACY_KEY_PATTERN, MediaStore, tenant_pref
 from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
-from frontdesk.platform.observability.tracing import CONTEXT, ROUTE
+from frontdesk.platform.observability.tracing import ROUTE
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import RouterState
@@ -125,7 +125,6 @@ class Agent:
         clock: Clock,
         limits: LoopLimits,
         packs: Mapping[str, AgentPack],
-        loader: ContextLoader,
         cadence: EpisodicCadence | None = None,
         media: MediaStore | None = None,
         budget: BudgetConfig | None = None,
@@ -135,7 +134,6 @@ class Agent:
         self._clock = clock
         self._limits = limits
         self._packs = packs
-        self._loader = loader
         self._cadence = cadence or EpisodicCadence()
         self._media = media
         self._budget = budget or BudgetConfig()
@@ -151,10 +149,9 @@ class Agent:
         except KeyError:
             raise ConfigError(f"unknown pack {name!r} (known: {', '.join(self._packs)})") from None
 
-    async def generate(self, turn: Turn) -> AgentRun:
+    async def generate(self, turn: Turn, context: ConversationContext) -> AgentRun:
+        """The answer to ``turn`` in its conversation's ``context`` (read by the caller)."""
         now = self._clock.now()
-        with stage(CONTEXT):
-            context = await self._loader.load(turn.conversation_id, now)
         pack = self.pack(context.pack)
         if turn.batch and all(m.transcript_quality == "failed" for m in turn.batch):
             # Nothing was understood: guessing would be worse than asking (no model call).
@@ -308,10 +305,9 @@ class Agent:
                 images.append(BinaryContent(data=data, media_type=mime))
         return images
 
-    async def courtesy_after_handoff(self, turn: Turn) -> AgentRun:
+    async def courtesy_after_handoff(self, turn: Turn, context: ConversationContext) -> AgentRun:
         """The reply for messages whose turn handed the thread to a person but never committed its
         own reply: the pack's hold message, in the conversation's language, without a model."""
-        context = await self._loader.load(turn.conversation_id, self._clock.now())
         pack = self.pack(context.pack)
         language = context.likely_language
         text = pack.fallback_texts.get(language, FALLBACK_TEXT)

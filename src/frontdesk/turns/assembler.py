@@ -21,6 +21,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from frontdesk.context.conversation import ContextLoader
 from frontdesk.ingestion.ingest import arrived, queue_turn, reopened
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.quiet_window import Defer, QuietWindow, Ready
@@ -30,14 +31,14 @@ from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import JobQueue, RetryLater
 from frontdesk.platform.observability import DEFERRED, observe_turn, stage, turn_outcome
-from frontdesk.platform.observability.tracing import ASSEMBLE
+from frontdesk.platform.observability.tracing import ASSEMBLE, CONTEXT
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import Message, Task, TurnTrace
 from frontdesk.platform.workers import run_to_completion
 from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
 from frontdesk.reasoning.turn import Turn
-from frontdesk.turns.batch import Batch, history_of, thread_of, turn_message, unanswered
+from frontdesk.turns.batch import Batch, history_of, turn_message, unanswered, unanswered_with_thread
 from frontdesk.turns.commit import Committed, LeaseLost, TurnCommitter
 from frontdesk.turns.record import TurnRecord
 from frontdesk.turns.recovery import recover_dead_worker
@@ -69,6 +70,7 @@ class TurnAssembler:
         clock: Clock,
         lease: ConversationLease,
         agent: Agent,
+        loader: ContextLoader,
         committer: TurnCommitter,
         deliverer: Deliverer,
         queue: JobQueue,
@@ -80,6 +82,7 @@ class TurnAssembler:
         self._clock = clock
         self._lease = lease
         self._agent = agent
+        self._loader = loader
         self._committer = committer
         self._deliverer = deliverer
         self._quiet = quiet
@@ -158,8 +161,7 @@ class TurnAssembler:
         """The batch to answer now, with its thread and history, in one read; or when to look
         again; or None when there is nothing for the agent to answer."""
         async with self._db.read() as session:
-            rows = await unanswered(session, conversation_id)
-            thread = await thread_of(session, conversation_id) if rows else None
+            rows, thread = await unanswered_with_thread(session, conversation_id)
             answers = thread is not None and thread.conversation.ai_enabled
             ready = self._quiet.judge(rows, settled, self._clock.now()) if answers else None
             history = await history_of(session, conversation_id) if isinstance(ready, Ready) else ()
@@ -265,6 +267,10 @@ class TurnAssembler:
         job's retries (``RetryLater``) while the customer can still wait; after that, and on any
         other failure, the answer is the hold message, and the trace says why."""
         conversation = batch.thread.conversation
+        with stage(CONTEXT):
+            # The conversation's row came with the batch; its open tasks and ledgers are read now.
+            async with self._db.read() as session:
+                context = await self._loader.complete(session, batch.thread.row, self._clock.now())
         with stage(ASSEMBLE) as span:
             turn = Turn(
                 tenant_id=conversation.tenant_id,
@@ -279,8 +285,8 @@ class TurnAssembler:
         try:
             async with self._deliverer.typing_while(batch.target):
                 if batch.courtesy:
-                    return await self._agent.courtesy_after_handoff(turn)
-                return await self._agent.generate(turn)
+                    return await self._agent.courtesy_after_handoff(turn, context)
+                return await self._agent.generate(turn, context)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
             waited_s = (self._clock.now() - min(map(arrived, batch.rows))).total_seconds()
             # The wait counts the quiet window and any queue, so a backlog alone must not turn the

@@ -1,5 +1,5 @@
-"""Collecting a turn's batch: the conversation's unanswered customer messages, its thread (who and
-where to answer) and, when the batch is to be answered, the history, in one read."""
+"""Collecting a turn's batch: the conversation's unanswered customer messages with its thread (who
+and where to answer) and, when the batch is to be answered, the history, in one read."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.budget import drop_partial_first_turn
+from frontdesk.context.conversation import ConversationRow, conversation_query, conversation_row
 from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.output.transcript import message_text
-from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message, Tenant
+from frontdesk.platform.store.schema import Conversation, Message
 from frontdesk.reasoning.turn import TurnMessage
 
 # The most stored messages one turn reads. The chat slot's memory budget decides how many of
@@ -23,9 +24,30 @@ HISTORY_LOAD_LIMIT = 200
 
 @dataclass(frozen=True)
 class Thread:
-    conversation: Conversation
-    tenant_name: str
+    """The conversation being answered, as read with its unanswered messages, and where to answer."""
+
+    row: ConversationRow
     target: DeliveryTarget
+
+    @classmethod
+    def of(cls, row: ConversationRow) -> Thread:
+        target = DeliveryTarget(
+            channel=row.account.channel,
+            channel_account_id=row.account.id,
+            conversation_id=row.conversation.id,
+            contact_external_id=row.contact.external_id,
+            message_id=0,
+            account_config=row.account.config,
+        )
+        return cls(row, target)
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.row.conversation
+
+    @property
+    def tenant_name(self) -> str:
+        return self.row.tenant.name
 
 
 @dataclass(frozen=True)
@@ -47,28 +69,21 @@ class Batch:
         return dataclasses.replace(self.thread.target, reply_context=dict(self.rows[-1].meta or {}))
 
 
-async def thread_of(session: AsyncSession, conversation_id: str) -> Thread | None:
-    row = (
+async def unanswered_with_thread(session: AsyncSession, conversation_id: str) -> tuple[list[Message], Thread | None]:
+    """The conversation's unanswered customer messages (oldest first), each read with the
+    conversation's row, in one statement; no thread when nothing waits."""
+    found = (
         await session.execute(
-            select(Conversation, ChannelAccount, Contact, Tenant.name)
-            .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
-            .join(Contact, Contact.id == Conversation.contact_id)
-            .join(Tenant, Tenant.id == Conversation.tenant_id)
-            .where(Conversation.id == conversation_id)
+            conversation_query()
+            .add_columns(Message)
+            .join(Message, Message.conversation_id == Conversation.id)
+            .where(Conversation.id == conversation_id, Message.role == "user", Message.processed_at.is_(None))
+            .order_by(Message.id)
         )
-    ).first()
-    if row is None:
-        return None
-    conversation, account, contact, tenant_name = row
-    target = DeliveryTarget(
-        channel=account.channel,
-        channel_account_id=account.id,
-        conversation_id=conversation.id,
-        contact_external_id=contact.external_id,
-        message_id=0,
-        account_config=account.config,
-    )
-    return Thread(conversation, tenant_name, target)
+    ).all()
+    if not found:
+        return [], None
+    return [columns[-1] for columns in found], Thread.of(conversation_row(found[0]))
 
 
 async def history_of(session: AsyncSession, conversation_id: str) -> tuple[TurnMessage, ...]:
