@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.episodic import EpisodicSnapshot
@@ -98,6 +98,7 @@ class ConversationRow:
     snapshot: SnapshotRow | None
     replies: int
     last_route: dict[str, Any] | None
+    has_open_tasks: bool
 
 
 def conversation_query() -> Select[Any]:
@@ -118,8 +119,14 @@ def conversation_query() -> Select[Any]:
         .correlate(Conversation)
         .scalar_subquery()
     )
+    # Most conversations have none: then ``ContextLoader.complete`` does not look for them.
+    has_open_tasks = (
+        exists().where(Task.conversation_id == Conversation.id, Task.status == "open").correlate(Conversation)
+    )
     return (
-        select(Conversation, ChannelAccount, Contact, Tenant, SnapshotRow, reply_count, route_of_last_turn)
+        select(
+            Conversation, ChannelAccount, Contact, Tenant, SnapshotRow, reply_count, route_of_last_turn, has_open_tasks
+        )
         .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
         .join(Contact, Contact.id == Conversation.contact_id)
         .join(Tenant, Tenant.id == Conversation.tenant_id)
@@ -128,9 +135,11 @@ def conversation_query() -> Select[Any]:
 
 
 def conversation_row(columns: Sequence[Any]) -> ConversationRow:
-    """The ``ConversationRow`` in the first seven columns of a ``conversation_query`` result."""
-    conversation, account, contact, tenant, snapshot, replies, last_route = columns[:7]
-    return ConversationRow(conversation, account, contact, tenant, snapshot, int(replies or 0), last_route)
+    """The ``ConversationRow`` in the first eight columns of a ``conversation_query`` result."""
+    conversation, account, contact, tenant, snapshot, replies, last_route, has_open_tasks = columns[:8]
+    return ConversationRow(
+        conversation, account, contact, tenant, snapshot, int(replies or 0), last_route, bool(has_open_tasks)
+    )
 
 
 class ContextLoader:
@@ -139,7 +148,7 @@ class ContextLoader:
         self.ledgers = ledgers or LedgerStore()
 
     async def load(self, conversation_id: str, now: datetime) -> ConversationContext:
-        """The whole context in one read of its own (three statements)."""
+        """The whole context in one read of its own."""
         async with self._db.read() as session:
             found = (await session.execute(conversation_query().where(Conversation.id == conversation_id))).first()
             if found is None:
@@ -147,15 +156,13 @@ class ContextLoader:
             return await self.complete(session, conversation_row(found), now)
 
     async def complete(self, session: AsyncSession, row: ConversationRow, now: datetime) -> ConversationContext:
-        """The context of a conversation already read: its open tasks and ledgers are read here."""
+        """The context of a conversation already read: its open tasks (if it has any) and its
+        ledgers are read here."""
         conversation, contact, tenant, snapshot = row.conversation, row.contact, row.tenant, row.snapshot
-        tasks = list(
-            await session.scalars(
-                select(Task)
-                .where(Task.conversation_id == conversation.id, Task.status == "open")
-                .order_by(Task.created_at)
-            )
-        )
+        tasks: list[Task] = []
+        if row.has_open_tasks:
+            open_tasks = select(Task).where(Task.conversation_id == conversation.id, Task.status == "open")
+            tasks = list(await session.scalars(open_tasks.order_by(Task.created_at)))
         ledgers = await self.ledgers.load(session, conversation.id, now, tenant.data_revision)
         return ConversationContext(
             tenant_id=conversation.tenant_id,
