@@ -23,6 +23,7 @@ from frontdesk.evals.mcp_packs import connect_service, open_drafts, service_chec
 from frontdesk.evals.scenario import Scenario, ScenarioTurn
 from frontdesk.ingestion.events import InboundMessage
 from frontdesk.output.blocks import blocks_adapter
+from frontdesk.platform.clock import Clock, ClockFrom
 from frontdesk.platform.models.gateway import ModelClient, ModelGateway, PydanticAIClient
 from frontdesk.platform.models.script import Script, read_script, script_model
 from frontdesk.platform.store.migrate import upgrade
@@ -127,9 +128,15 @@ class _Play:
     conversation_id: str | None = None
     last_trace: int = 0
     last_message: int = 0
+    clock: Clock = field(init=False)
+
+    def __post_init__(self) -> None:
+        # One clock for the whole play: a ``restart`` turn's runtime goes on from the same time.
+        self.clock = ClockFrom(self.scenario.at)
 
     async def boot(self, client: ModelClient, *, fresh: bool) -> Runtime:
-        runtime = Runtime.build(self.settings, gateway=ModelGateway.with_clients({"chat": client}))
+        gateway = ModelGateway.with_clients({"chat": client})
+        runtime = Runtime.build(self.settings, gateway=gateway, clock=self.clock)
         self.runtime = runtime
         if fresh:
             await upgrade(runtime.db)

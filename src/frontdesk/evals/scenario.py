@@ -4,16 +4,22 @@ error naming the file and the key, not a silently skipped check."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from frontdesk.context.identity import IdentityPolicy
 from frontdesk.errors import ConfigError
 from frontdesk.verification import COMPANION_RULES
 from frontdesk.verification.claims import CLAIM_TYPES
+
+# A Monday: 09:17 in New York (the demo print shop's time zone), 21:17 in Ho Chi Minh City (the
+# bakery's), both open. Not on the hour, so no time a scenario writes ("until 9 tonight") is "now"
+# by chance.
+PLAYED_AT = datetime(2026, 11, 2, 14, 17, tzinfo=UTC)
 
 
 class _Strict(BaseModel):
@@ -143,6 +149,9 @@ class Scenario(_Strict):
     channel: Literal["webchat", "terminal"] = "webchat"
     model: ModelChoice
     policy: dict[str, Any] = Field(default_factory=dict)
+    # When the conversation starts (time then passes as it does): a reply about lead times,
+    # weekdays or opening hours reads the same whatever day the eval is run.
+    at: AwareDatetime = PLAYED_AT
     turns: list[ScenarioTurn] = Field(min_length=1)
     path: Path | None = Field(default=None, exclude=True)
 
