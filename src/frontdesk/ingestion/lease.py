@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, or_, update
+from sqlalchemy import exists, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.observability import lock_taken_over
 from frontdesk.platform.periodic import every
-from frontdesk.platform.store.engine import Database, rows_affected
+from frontdesk.platform.store.engine import Database, rows_affected, unsynced_update
 from frontdesk.platform.store.schema import Conversation, Message
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class ConversationLease:
         async with self._db.transaction() as session:
             # The common case first, in one statement: nobody holds it, or we do already.
             taken = await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(
                     Conversation.id == conversation_id,
                     or_(Conversation.lock_owner.is_(None), Conversation.lock_owner == owner),
@@ -64,7 +64,7 @@ class ConversationLease:
                 return self._clock.now()
             # Another holder's lease that has run out: it died or stalled (a takeover).
             taken_over = await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(Conversation.id == conversation_id, Conversation.lock_until < now)
                 .values(lock_owner=owner, lock_until=until)
             )
@@ -78,7 +78,7 @@ class ConversationLease:
         now = self._clock.now()
         async with self._db.transaction() as session:
             result = await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(lock_until=now + timedelta(seconds=self.ttl_s))
             )
@@ -87,7 +87,7 @@ class ConversationLease:
     async def release(self, conversation_id: str, owner: str) -> None:
         async with self._db.transaction() as session:
             await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(lock_owner=None, lock_until=None)
             )
@@ -98,7 +98,7 @@ class ConversationLease:
         because a dead process commits nothing, and its fence would refuse it anyway."""
         async with self._db.transaction() as session:
             result = await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(Conversation.lock_owner.startswith(f"{worker}/", autoescape=True))
                 .values(lock_owner=None, lock_until=None)
             )
@@ -110,7 +110,7 @@ class ConversationLease:
         (the caller must commit nothing)."""
         fenced = (
             await session.execute(
-                update(Conversation)
+                unsynced_update(Conversation)
                 .where(Conversation.id == conversation_id, Conversation.lock_owner == owner)
                 .values(version=Conversation.version + 1, updated_at=self._clock.now())
                 .returning(Conversation.ai_enabled)
@@ -128,7 +128,7 @@ class ConversationLease:
             Message.conversation_id == conversation_id, Message.role == "user", Message.processed_at.is_(None)
         )
         released = await session.execute(
-            update(Conversation)
+            unsynced_update(Conversation)
             .where(Conversation.id == conversation_id, Conversation.lock_owner == owner, ~waiting)
             .values(lock_owner=None, lock_until=None)
         )

@@ -27,7 +27,7 @@ from frontdesk.output.receipts import FAILED, PARTIAL, SENDING, SENT, finish_onl
 from frontdesk.output.rendering import DeliveryTarget, PlannedPart, Renderer
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.observability.tracing import DELIVER, Attributes, failed, stage
-from frontdesk.platform.store.engine import Database, rows_affected
+from frontdesk.platform.store.engine import Database, rows_affected, unsynced_update
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, DeliveryPart, Message, Receipt
 
 log = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ class Deliverer:
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"[:1000]
             async with self._db.transaction() as session:
                 await session.execute(
-                    update(DeliveryPart)
+                    unsynced_update(DeliveryPart)
                     .where(DeliveryPart.id == part_id)
                     .values(
                         status=status,

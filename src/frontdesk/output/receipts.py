@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.output.rendering import PlannedPart
 from frontdesk.platform.observability.instruments import receipt_finished
+from frontdesk.platform.store.engine import unsynced_update
 from frontdesk.platform.store.schema import DeliveryPart, Receipt
 
 SENDING, SENT, PARTIAL, FAILED = "sending", "sent", "partial", "failed"
@@ -53,7 +54,7 @@ async def finish_only_part(
     sent = status == SENT
     final = SENT if sent else FAILED
     await session.execute(
-        update(Receipt)
+        unsynced_update(Receipt)
         .where(Receipt.id == receipt_id)
         .values(
             status=final,

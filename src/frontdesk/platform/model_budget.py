@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Literal
 
-from sqlalchemy import and_, delete, or_, update
+from sqlalchemy import and_, delete, or_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, unsynced_update
 from frontdesk.platform.store.schema import ModelBudgetCounter
 
 Period = Literal["hour", "day"]
@@ -120,7 +120,7 @@ class ModelBudget:
             return
         async with self._db.transaction() as session:
             await session.execute(
-                update(ModelBudgetCounter)
+                unsynced_update(ModelBudgetCounter)
                 .where(
                     ModelBudgetCounter.tenant_id == claimed.tenant_id,
                     or_(
@@ -141,7 +141,7 @@ async def _count_in_all(
     """Count the turn in each window whose row exists and has room; returns those periods. A
     refusal later in the transaction rolls these back, so no window counts a refused turn."""
     counted = await session.execute(
-        update(ModelBudgetCounter)
+        unsynced_update(ModelBudgetCounter)
         .where(
             ModelBudgetCounter.tenant_id == tenant_id,
             or_(
@@ -179,7 +179,7 @@ async def _open_window(session: AsyncSession, tenant_id: str, window: Window, li
         )
         return True
     counted = (
-        update(ModelBudgetCounter)
+        unsynced_update(ModelBudgetCounter)
         .where(
             ModelBudgetCounter.tenant_id == tenant_id,
             ModelBudgetCounter.period == window.period,

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.conversation import ContextLoader
@@ -32,7 +32,7 @@ from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import JobQueue, RetryLater
 from frontdesk.platform.observability import DEFERRED, observe_turn, stage, turn_outcome
 from frontdesk.platform.observability.tracing import ASSEMBLE, CONTEXT
-from frontdesk.platform.store.engine import Database
+from frontdesk.platform.store.engine import Database, unsynced_update
 from frontdesk.platform.store.schema import Message, Task, TurnTrace
 from frontdesk.platform.workers import run_to_completion
 from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage
@@ -199,7 +199,7 @@ class TurnAssembler:
         """A human has this thread: customer rows are consumed without an agent turn."""
         async with self._db.transaction() as session:
             await session.execute(
-                update(Message)
+                unsynced_update(Message)
                 .where(
                     Message.conversation_id == conversation_id,
                     Message.role == "user",
@@ -241,7 +241,7 @@ class TurnAssembler:
                     "delivery_status": status,
                 }
                 await session.execute(
-                    update(TurnTrace)
+                    unsynced_update(TurnTrace)
                     .where(TurnTrace.id == committed.trace_id)
                     .values(finished_at=self._clock.now(), latency_ms=latency)
                 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.ledgers import LedgerStore
@@ -28,7 +28,7 @@ from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.observability import turn_outcome
-from frontdesk.platform.store.engine import rows_affected
+from frontdesk.platform.store.engine import rows_affected, unsynced_update
 from frontdesk.platform.store.schema import ClaimRejection, Message, Tenant, TurnTrace
 from frontdesk.reasoning.loop import Outcome
 from frontdesk.turns.record import Reply, TurnRecord
@@ -83,7 +83,7 @@ class TurnCommitter:
         elif reply.outcome == Outcome.FALLBACK and result.hold:
             await self._hold_for_team(session, record, trace.id)
         answered = await session.execute(
-            update(Message)
+            unsynced_update(Message)
             .where(Message.id.in_(record.batch_ids), Message.processed_at.is_(None))
             .values(processed_at=self._clock.now(), turn_id=trace.id)
         )

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, event
+from sqlalchemy import CursorResult, Result, Update, event, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -89,6 +89,14 @@ UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
     ConnectionError,
     socket.gaierror,  # the database host's name does not resolve
 )
+
+
+def unsynced_update(entity: Any) -> Update:
+    """An ORM UPDATE that leaves the session's objects alone. By default SQLAlchemy matches the
+    WHERE clause against every object the session holds, to change them too: work for nothing in
+    a turn's short transactions, which hold none of the rows they change (about 4% of a turn's
+    CPU). Use it only where the session does not read a changed row back from memory."""
+    return update(entity).execution_options(synchronize_session=False)
 
 
 @dataclass
