@@ -96,7 +96,7 @@ def transient_status(status: int) -> bool:
 class ChannelAPIError(_VendorError):
     """``permanent``: asking again would fail the same way (a 4xx that is not a "not now", a file
     over our limit, a URL we refuse to follow), so a job gives up at once instead of retrying;
-    it defaults to what ``status`` says, and without a status to worth retrying."""
+    it defaults to what ``status`` says and, without a status, to worth retrying."""
 
     code = "channel_api_error"
 

@@ -178,15 +178,4 @@ async def _open_window(session: AsyncSession, tenant_id: str, window: Window, li
             )
         )
         return True
-    counted = (
-        unsynced_update(ModelBudgetCounter)
-        .where(
-            ModelBudgetCounter.tenant_id == tenant_id,
-            ModelBudgetCounter.period == window.period,
-            ModelBudgetCounter.window_start == window.start,
-            ModelBudgetCounter.turns < limit,
-        )
-        .values(turns=ModelBudgetCounter.turns + 1)
-        .returning(ModelBudgetCounter.turns)
-    )
-    return (await session.execute(counted)).first() is not None
+    return window.period in await _count_in_all(session, tenant_id, (window,), (limit,))
