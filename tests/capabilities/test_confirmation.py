@@ -3,6 +3,8 @@ recorded call once; one question at a time; a late yes answers nothing. Real dat
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import BaseModel
 
@@ -72,6 +74,23 @@ async def test_the_confirmation_runs_the_recorded_call_once(setup):
     with pytest.raises(ToolFailure, match="nothing is waiting"):
         await pending.confirm(NoArguments(), turn(conversation, "t-3"))
     assert len(recorder.calls) == 1
+
+
+async def test_a_confirmation_repeated_in_the_same_run_runs_once_and_answers_the_same(setup):
+    pending, recorder, tool, _, conversation = setup
+    await pending.proposal(tool, POLICY).handler(Adjust(member_id="mem_0012", points=500), turn(conversation, "t-1"))
+
+    # The model calls it twice at once, then once more after the answer: one adjustment, one answer.
+    first, second = await asyncio.gather(
+        pending.confirm(NoArguments(), turn(conversation, "t-2")),
+        pending.confirm(NoArguments(), turn(conversation, "t-2")),
+    )
+    third = await pending.confirm(NoArguments(), turn(conversation, "t-2"))
+
+    assert len(recorder.calls) == 1
+    assert first.output == second.output == third.output == {"balance": 1500}
+    with pytest.raises(ToolFailure, match="nothing is waiting"):
+        await pending.confirm(NoArguments(), turn(conversation, "t-3"))
 
 
 async def test_one_question_per_turn_and_a_new_turn_replaces_the_old_one(setup):

@@ -4,6 +4,7 @@ once it is chosen, a durable draft that survives a restart, one rule per submit.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -78,16 +79,18 @@ async def test_a_rule_is_created_step_by_step_once_even_if_submitted_twice(db, s
     reviewed = await run(tools, "rule_draft_set_criteria", {"channels": ["app"], "days_of_week": ["fri"]}, context)
     assert reviewed.output["phase"] == "review"
 
-    # Two submits at once (a retried request, a double tap): one rule, the same answer for both.
+    # Two submits at once (the model's parallel calls), then one more in the same run: one rule, the
+    # same answer each time, however the calls interleave with the first one's work.
     created, again = await asyncio.gather(
         run(tools, "rule_draft_submit", {}, context), run(tools, "rule_draft_submit", {}, context)
     )
-    with pytest.raises(ToolFailure, match="no rule is being created"):
-        await run(tools, "rule_draft_submit", {}, context)  # the flow is over
+    once_more = await run(tools, "rule_draft_submit", {}, context)
+    with pytest.raises(ToolFailure, match="no rule is being created"):  # a later turn: the flow is over
+        await run(tools, "rule_draft_submit", {}, replace(context, turn_key="run-2"))
 
     assert created.output["status"] == "created"
     assert created.evidence.events[0][0] == "rule_created"
-    assert again.output["rule"] == created.output["rule"]
+    assert again.output == once_more.output == created.output
     after = (await service.call("rule_list", {"campaign_id": campaign}))["items"]
     assert len(after) == before + 1
     assert any(r["name"] == "Double points Friday" for r in after)

@@ -36,6 +36,7 @@ CONFIRM_TOOL = "confirm_pending_action"
 CANCEL_TOOL = "cancel_pending_action"
 PROPOSAL_TTL_S = 30 * 60  # a "yes" much later than the question is not an answer to it
 IDEMPOTENCY_FIELD = "idempotency_key"
+NOTHING_PENDING = "nothing is waiting for a confirmation (it may have expired): ask again"
 
 
 class NoArguments(BaseModel):
@@ -119,7 +120,7 @@ class PendingActions:
         return draft.phase, frozenset({CONFIRMATION_DOMAIN, *draft.data.get("domains", ())})
 
     async def confirm(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
-        draft = await self._pending(ConversationId(context.conversation_id))
+        draft = await self._to_confirm(ConversationId(context.conversation_id), context.turn_key)
         tool = self.resolve(str(draft.data.get("tool")))
         if tool is None:
             raise ToolFailure(f"the proposed action {draft.data.get('tool')!r} is no longer available")
@@ -137,7 +138,7 @@ class PendingActions:
                 result = ToolResult(result)
             return {"output": result.output, "evidence": result.evidence.as_json()}
 
-        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, run)
+        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, run, submitter=context.turn_key)
         if isinstance(outcome, SubmitPending):
             return ToolResult({"status": "being processed", "action": tool.name})
         evidence = ToolEvidence.from_json(outcome.result.get("evidence", {}))
@@ -152,8 +153,19 @@ class PendingActions:
     async def _pending(self, conversation: ConversationId) -> Draft:
         draft = await self.workflows.current(conversation, PENDING_WORKFLOW)
         if draft is None or draft.status != "open":
-            raise ToolFailure("nothing is waiting for a confirmation (it may have expired): ask again")
+            raise ToolFailure(NOTHING_PENDING)
         return draft
+
+    async def _to_confirm(self, conversation: ConversationId, turn_key: str) -> Draft:
+        """The open proposal, or the one this run already confirmed: a repeated confirmation (two
+        parallel calls, or once more after the answer) gets the first result, and runs nothing."""
+        live = await self.workflows.current(conversation, PENDING_WORKFLOW)
+        if live is not None and (live.status == "open" or (turn_key and live.owner == turn_key)):
+            return live
+        done = await self.workflows.submitted_by(conversation, PENDING_WORKFLOW, turn_key) if turn_key else None
+        if live is not None or done is None:  # another run is confirming it, or nothing was proposed
+            raise ToolFailure(NOTHING_PENDING)
+        return done
 
     async def _withdraw(self, conversation: ConversationId, turn_key: str) -> None:
         """A new proposal replaces an unanswered one from an earlier turn (only the latest

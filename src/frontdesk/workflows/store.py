@@ -14,6 +14,10 @@ Decisions, in one place:
   ``SubmitPending`` when the claimer died between side effect and record (the caller says
   "processing"; an operator settles it with ``resolve``). An action that *raises* reopens the
   draft and releases the key: the caller saw the failure, so a retry is deliberate.
+- A submit may name its ``submitter`` (an agent run): the claim makes it the draft's ``owner``, and
+  ``submitted_by`` finds the draft again once it is no longer live. A model that calls "submit"
+  twice in one run (two parallel calls, or once more after the first answered) gets the first
+  answer both times instead of "nothing to submit"; a later run is told the flow is over.
 - A claimed draft no longer expires (its side effect may have happened). ``cleanup_expired``
   deletes open/cancelled/expired drafts past ``expires_at`` and submitted drafts older than
   ``keep_submitted_s`` (90 days by default: the record of what was done, and of its keys).
@@ -136,6 +140,22 @@ class WorkflowStore:
         draft = None if row is None else Draft.from_row(row)
         return None if draft is None or draft.is_expired(self._clock.now()) else draft
 
+    async def submitted_by(self, conversation_id: ConversationId, workflow: str, submitter: str) -> Draft | None:
+        """The newest draft of this flow whose submit ``submitter`` claimed (in flight or done)."""
+        async with self._db.read() as session:
+            row = await session.scalar(
+                select(WorkflowDraft)
+                .where(
+                    WorkflowDraft.conversation_id == conversation_id,
+                    WorkflowDraft.workflow == workflow,
+                    WorkflowDraft.owner == submitter,
+                    WorkflowDraft.status.in_([SUBMITTING, SUBMITTED]),
+                )
+                .order_by(WorkflowDraft.updated_at.desc())
+                .limit(1)
+            )
+        return None if row is None else Draft.from_row(row)
+
     async def get(self, draft_id: DraftId) -> Draft:
         """Any draft by id, whatever its status (raises ``DraftNotFound``)."""
         async with self._db.read() as session:
@@ -175,17 +195,25 @@ class WorkflowStore:
             return await compare_and_set(session, draft_id, expected_version, now, values)
 
     async def submit(
-        self, draft_id: DraftId, expected_version: int, idempotency_key: str, action: Action, *, wait_s: float = 5.0
+        self,
+        draft_id: DraftId,
+        expected_version: int,
+        idempotency_key: str,
+        action: Action,
+        *,
+        wait_s: float = 5.0,
+        submitter: str = "",
     ) -> SubmitResult:
         """Run ``action`` at most once per ``idempotency_key`` and record its result on the draft.
 
         A duplicate (same key, same draft) runs nothing: it gets the first result (``replayed``),
         waiting up to ``wait_s`` for a submit in flight, else ``SubmitPending``. ``expected_version``
-        is only checked by the submit that claims the draft."""
+        is only checked by the submit that claims the draft. A ``submitter`` that claims becomes the
+        draft's owner (see ``submitted_by``)."""
         if not 0 < len(idempotency_key) <= _MAX_KEY_LENGTH:
             raise PayloadError(f"an idempotency key has 1 to {_MAX_KEY_LENGTH} characters")
         try:
-            claimed = await self._claim(draft_id, expected_version, idempotency_key)
+            claimed = await self._claim(draft_id, expected_version, idempotency_key, submitter)
         except IntegrityError:
             # The unique index caught a submit that took this key between our look-up and our write.
             claimed = None
@@ -243,14 +271,14 @@ class WorkflowStore:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    async def _claim(self, draft_id: DraftId, expected_version: int, key: str) -> Draft | None:
+    async def _claim(self, draft_id: DraftId, expected_version: int, key: str, submitter: str) -> Draft | None:
         """Take the draft for submit with ``key``; None if some submit already holds the key."""
         now = self._clock.now()
         async with self._db.transaction() as session:
             if await session.scalar(select(WorkflowDraft.id).where(WorkflowDraft.idempotency_key == key)) is not None:
                 return None
             try:
-                claim = {"status": SUBMITTING, "idempotency_key": key}
+                claim = {"status": SUBMITTING, "idempotency_key": key} | ({"owner": submitter} if submitter else {})
                 return await compare_and_set(session, draft_id, expected_version, now, claim)
             except (StaleDraft, DraftClosed) as refused:
                 if refused.draft.idempotency_key == key:

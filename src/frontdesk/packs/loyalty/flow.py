@@ -35,6 +35,7 @@ FORMULA_TYPES: tuple[str, ...] = get_args(FormulaType)
 FORMULA_PHASES = frozenset(f"formula:{t}" for t in FORMULA_TYPES)
 FLOW_PHASES = frozenset({CHOOSE_TYPE, CRITERIA, REVIEW}) | FORMULA_PHASES
 DRAFT_TTL_S = 6 * 3600
+NO_DRAFT = "no rule is being created in this conversation; start one with rule_draft_start"
 RULE_DETAILS = ("name", "description", "priority", "stackable", "status")
 # The service's whole-rule writes, and the flow steps through which a turn reaches them.
 STAGED_BY = {
@@ -127,7 +128,7 @@ class RuleFlow:
     async def _draft(self, context: ToolContext) -> Draft:
         draft = await self.workflows.current(ConversationId(context.conversation_id), WORKFLOW)
         if draft is None:
-            raise ToolFailure("no rule is being created in this conversation; start one with rule_draft_start")
+            raise ToolFailure(NO_DRAFT)
         return draft
 
     async def start(self, arguments: StartRule, context: ToolContext) -> ToolResult:
@@ -209,8 +210,19 @@ class RuleFlow:
         draft = await self._draft(context)
         return _result(draft, {"rule": _definition(draft)})
 
+    async def _draft_to_submit(self, context: ToolContext) -> Draft:
+        """The live draft, or the one this run already submitted: a repeated submit (two parallel
+        calls, or once more after the answer) is answered with the first result."""
+        conversation = ConversationId(context.conversation_id)
+        live = await self.workflows.current(conversation, WORKFLOW)
+        if live is None and context.turn_key:
+            live = await self.workflows.submitted_by(conversation, WORKFLOW, context.turn_key)
+        if live is None:
+            raise ToolFailure(NO_DRAFT)
+        return live
+
     async def submit(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
-        draft = await self._draft(context)
+        draft = await self._draft_to_submit(context)
         if draft.phase != REVIEW and draft.status == "open":
             raise ToolFailure("the rule is not complete yet; finish the formula and criteria first")
 
@@ -226,7 +238,7 @@ class RuleFlow:
                 )
             return saved if isinstance(saved, dict) else {"result": saved}
 
-        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, save)
+        outcome = await self.workflows.submit(draft.id, draft.version, draft.id, save, submitter=context.turn_key)
         if isinstance(outcome, SubmitPending):
             return ToolResult({"status": "being saved", "draft_id": draft.id})
         saved_rule = outcome.result.get("rule")
