@@ -211,9 +211,6 @@ class Runtime:
                 EpisodicCadence(every_replies=settings.memory_every_replies),
                 media,
                 budget=budget,
-                spend=ModelBudget(
-                    db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day
-                ),
             ),
             loader,
             TurnCommitter(clock, lease, loader.ledgers, queue, deliverer),
@@ -221,6 +218,7 @@ class Runtime:
             queue,
             QuietWindow(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
             settings.model_outage_budget_s,
+            ModelBudget(db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day),
         )
 
         async def process_conversation(job: ClaimedJob) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Select, exists, func, select
@@ -101,9 +102,11 @@ class ConversationRow:
     has_open_tasks: bool
 
 
+@cache
 def conversation_query() -> Select[Any]:
     """The statement behind ``ConversationRow`` (its columns in that order), for a caller to
-    narrow down or join its own rows to (the turn joins its unanswered messages)."""
+    narrow down or join its own rows to (the turn joins its unanswered messages). Built once: a
+    statement is immutable, narrowing it makes a new one."""
     reply_count = (
         select(func.count())
         .select_from(Message)

@@ -2,10 +2,11 @@
 
 The web chat's limits (``ingestion/channels/webchat/limits.py``) slow one sender down; this caps
 what all senders together can cost a tenant, however many addresses and sessions they use. A
-turn claims one unit of both windows before the model runs, in one transaction with one
-conditional UPDATE over both windows' rows (the sign-in limits' pattern): parallel turns queue on
-the rows and each sees the counts the previous one left, so no burst gets past the limit. A turn
-whose model then failed before answering gives its unit back (its retry claims again).
+turn claims one unit of both windows before the model runs, with one conditional UPDATE over both
+windows' rows (the sign-in limits' pattern), in the transaction that takes the turn's lease:
+parallel turns queue on the rows and each sees the counts the previous one left, so no burst gets
+past the limit. A turn whose model then failed before answering gives its unit back (its retry
+claims again).
 
 Windows follow the tenant's own clock: an hour from the top of the hour, a day from local
 midnight, so the owner's "resets at midnight" is their midnight. A limit of 0 turns that window
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
-from sqlalchemy import and_, delete, or_
+from sqlalchemy import Update, and_, bindparam, delete, or_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -77,14 +79,6 @@ def _midnight(day: date, zone: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone)
 
 
-class _Refused(Exception):
-    """Raised inside the claiming transaction so that a refused turn is counted in no window."""
-
-    def __init__(self, spent: Spent) -> None:
-        super().__init__(spent.period)
-        self.spent = spent
-
-
 class ModelBudget:
     def __init__(self, db: Database, clock: Clock, *, per_hour: int, per_day: int) -> None:
         self._db = db
@@ -99,66 +93,86 @@ class ModelBudget:
 
     async def claim(self, tenant_id: str, zone: tzinfo) -> Claimed | Spent:
         """Count one turn in every window, or in none when one of them is spent."""
+        async with self._db.transaction() as session:
+            return await self.claim_in(session, tenant_id, zone)
+
+    async def claim_in(self, session: AsyncSession, tenant_id: str, zone: tzinfo) -> Claimed | Spent:
+        """``claim`` in the caller's transaction (a turn claims in the one that takes its lease)."""
         now = self._clock.now()
         windows = tuple(window_of(period, now, zone) for period, _ in self._limits)
         if not windows:
             return Claimed(tenant_id, ())
         limits = tuple(limit for _, limit in self._limits)
-        try:
-            async with self._db.transaction() as session:
-                # The common case in one statement: every window's row is there and has room.
-                counted = await _count_in_all(session, tenant_id, windows, limits)
-                for window, limit in zip(windows, limits, strict=True):
-                    if window.period not in counted and not await _open_window(session, tenant_id, window, limit, now):
-                        raise _Refused(Spent(window, limit))
-        except _Refused as refused:
-            return refused.spent
+        # The common case in one statement: every window's row is there and has room.
+        counted = await _count_in_all(session, tenant_id, windows, limits)
+        for window, limit in zip(windows, limits, strict=True):
+            if window.period not in counted and not await _open_window(session, tenant_id, window, limit, now):
+                # Spent: take back what this claim counted, so no window counts a refused turn
+                # (the caller's transaction goes on: it holds the lease).
+                await _take_back(session, tenant_id, tuple(w for w in windows if w.period in counted))
+                return Spent(window, limit)
+            counted.add(window.period)
         return Claimed(tenant_id, windows)
 
     async def give_back(self, claimed: Claimed) -> None:
         if not claimed.windows:
             return
         async with self._db.transaction() as session:
-            await session.execute(
-                unsynced_update(ModelBudgetCounter)
-                .where(
-                    ModelBudgetCounter.tenant_id == claimed.tenant_id,
-                    or_(
-                        *(
-                            and_(ModelBudgetCounter.period == w.period, ModelBudgetCounter.window_start == w.start)
-                            for w in claimed.windows
-                        )
-                    ),
-                    ModelBudgetCounter.turns > 0,
-                )
-                .values(turns=ModelBudgetCounter.turns - 1)
-            )
+            await _take_back(session, claimed.tenant_id, claimed.windows)
 
 
-async def _count_in_all(
-    session: AsyncSession, tenant_id: str, windows: tuple[Window, ...], limits: tuple[int, ...]
-) -> set[str]:
-    """Count the turn in each window whose row exists and has room; returns those periods. A
-    refusal later in the transaction rolls these back, so no window counts a refused turn."""
-    counted = await session.execute(
+async def _take_back(session: AsyncSession, tenant_id: str, windows: tuple[Window, ...]) -> None:
+    if not windows:
+        return
+    await session.execute(
         unsynced_update(ModelBudgetCounter)
         .where(
             ModelBudgetCounter.tenant_id == tenant_id,
             or_(
                 *(
+                    and_(ModelBudgetCounter.period == w.period, ModelBudgetCounter.window_start == w.start)
+                    for w in windows
+                )
+            ),
+            ModelBudgetCounter.turns > 0,
+        )
+        .values(turns=ModelBudgetCounter.turns - 1)
+    )
+
+
+async def _count_in_all(
+    session: AsyncSession, tenant_id: str, windows: tuple[Window, ...], limits: tuple[int, ...]
+) -> set[str]:
+    """Count the turn in each window whose row exists and has room; returns those periods."""
+    params: dict[str, Any] = {"tenant": tenant_id}
+    for index, (window, limit) in enumerate(zip(windows, limits, strict=True)):
+        params |= {f"period_{index}": window.period, f"start_{index}": window.start, f"limit_{index}": limit}
+    counted = await session.execute(_count_statement(len(windows)), params)
+    return {str(period) for (period,) in counted}
+
+
+@cache
+def _count_statement(windows: int) -> Update:
+    """``_count_in_all``'s UPDATE for that many windows, built once (building it cost more CPU
+    than running it)."""
+    return (
+        unsynced_update(ModelBudgetCounter)
+        .where(
+            ModelBudgetCounter.tenant_id == bindparam("tenant"),
+            or_(
+                *(
                     and_(
-                        ModelBudgetCounter.period == window.period,
-                        ModelBudgetCounter.window_start == window.start,
-                        ModelBudgetCounter.turns < limit,
+                        ModelBudgetCounter.period == bindparam(f"period_{index}"),
+                        ModelBudgetCounter.window_start == bindparam(f"start_{index}"),
+                        ModelBudgetCounter.turns < bindparam(f"limit_{index}"),
                     )
-                    for window, limit in zip(windows, limits, strict=True)
+                    for index in range(windows)
                 )
             ),
         )
         .values(turns=ModelBudgetCounter.turns + 1)
         .returning(ModelBudgetCounter.period)
     )
-    return {str(period) for (period,) in counted}
 
 
 async def _open_window(session: AsyncSession, tenant_id: str, window: Window, limit: int, now: datetime) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -113,6 +113,14 @@ def count_tokens(text: str, name: EncodingName = DEFAULT_ENCODING) -> int:
     as ordinary text, as a provider encodes them, instead of raising like ``Encoding.encode``."""
     if not text:
         return 0
+    return _counted(text, name)
+
+
+# Most of what a turn counts was counted by the turn before: the static prefix, each tool's schema,
+# the history's messages (encoding them was a tenth of a plain turn's CPU). Keyed by the text, so
+# a changed prompt is counted afresh; bounded, so a busy instance keeps only the recent texts.
+@lru_cache(maxsize=2048)
+def _counted(text: str, name: EncodingName) -> int:
     return len(encoding(name).encode_ordinary(text))
 
 

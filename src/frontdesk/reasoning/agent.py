@@ -14,6 +14,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Any, Protocol
 
 from pydantic_ai import BinaryContent
@@ -31,7 +32,7 @@ from frontdesk.errors import ConfigError, ModelAPIError, NotFoundError
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.media import LEGACY_KEY_PATTERN, MediaStore, tenant_prefix
-from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
+from frontdesk.platform.model_budget import Spent
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
 from frontdesk.platform.observability.tracing import ROUTE
@@ -39,7 +40,7 @@ from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import RouterState
 from frontdesk.reasoning.terminal import reply_tool_definition
-from frontdesk.reasoning.turn import Turn
+from frontdesk.reasoning.turn import Turn, TurnMessage
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,12 @@ class AgentRun:
     budget_spent: Spent | None = None
 
 
+def understood_nothing(batch: Sequence[TurnMessage]) -> bool:
+    """Every message is a voice note nobody could transcribe: the turn asks to repeat it, without
+    the model (so it claims none of the model's budget)."""
+    return bool(batch) and all(m.transcript_quality == "failed" for m in batch)
+
+
 class Agent:
     def __init__(
         self,
@@ -128,7 +135,6 @@ class Agent:
         cadence: EpisodicCadence | None = None,
         media: MediaStore | None = None,
         budget: BudgetConfig | None = None,
-        spend: ModelBudget | None = None,
     ) -> None:
         self._gateway = gateway
         self._clock = clock
@@ -137,11 +143,15 @@ class Agent:
         self._cadence = cadence or EpisodicCadence()
         self._media = media
         self._budget = budget or BudgetConfig()
-        self._spend = spend if spend is not None and spend.enabled else None
 
     @property
     def model_name(self) -> str:
         return self._gateway.client("chat").name
+
+    def zone_of(self, pack: str, policy_overrides: Mapping[str, Any]) -> tzinfo:
+        """The tenant's clock as its turns' policy has it (the owner's setting, else the pack's
+        default; a tenant view adds no zone): the model budget's windows follow it."""
+        return merge_policy(self.pack(pack).default_policy, policy_overrides).zone
 
     def pack(self, name: str) -> AgentPack:
         try:
@@ -149,11 +159,13 @@ class Agent:
         except KeyError:
             raise ConfigError(f"unknown pack {name!r} (known: {', '.join(self._packs)})") from None
 
-    async def generate(self, turn: Turn, context: ConversationContext) -> AgentRun:
-        """The answer to ``turn`` in its conversation's ``context`` (read by the caller)."""
+    async def generate(self, turn: Turn, context: ConversationContext, *, spent: Spent | None = None) -> AgentRun:
+        """The answer to ``turn`` in its conversation's ``context`` (read by the caller). ``spent``:
+        the tenant's model budget is spent (the caller claimed it), so the turn is held without
+        the model."""
         now = self._clock.now()
         pack = self.pack(context.pack)
-        if turn.batch and all(m.transcript_quality == "failed" for m in turn.batch):
+        if understood_nothing(turn.batch):
             # Nothing was understood: guessing would be worse than asking (no model call).
             language = context.likely_language
             text = pack.voice_failed_texts.get(language, VOICE_FAILED_TEXT)
@@ -240,21 +252,14 @@ class Agent:
         outcome_texts = {
             event: texts[decision.language] for event, texts in pack.outcome_texts.items() if decision.language in texts
         }
-        spend = self._spend
-        claimed: Claimed | None = None
-        if spend is not None:
-            claim = await spend.claim(turn.tenant_id, policy.zone)
-            if isinstance(claim, Spent):
-                # The pack's hold, without the model: the assembler opens the task and tells the owner.
-                detail = (
-                    f"model budget spent: {claim.limit} turns this {claim.period}, until {claim.window.end.isoformat()}"
-                )
-                held = GenerationResult(Outcome.FALLBACK, text_blocks(fallback_text), detail=detail, hold=True)
-                route = {**decision.as_json(), "model_budget": claim.period}
-                return AgentRun(
-                    held, route, bundle.tool_names, prompt.prefix_hash, prompt.size, state, budget_spent=claim
-                )
-            claimed = claim
+        if spent is not None:
+            # The pack's hold, without the model: the commit opens the task and tells the owner.
+            detail = (
+                f"model budget spent: {spent.limit} turns this {spent.period}, until {spent.window.end.isoformat()}"
+            )
+            held = GenerationResult(Outcome.FALLBACK, text_blocks(fallback_text), detail=detail, hold=True)
+            route = {**decision.as_json(), "model_budget": spent.period}
+            return AgentRun(held, route, bundle.tool_names, prompt.prefix_hash, prompt.size, state, budget_spent=spent)
         try:
             result = await run_generation(
                 self._gateway.client("chat"),
@@ -268,8 +273,6 @@ class Agent:
                 outcome_texts=outcome_texts,
             )
         except ModelAPIError as exc:  # transient, before anything was done (the loop's rule)
-            if spend is not None and claimed is not None:  # unanswered, it costs nothing; a retry claims again
-                await spend.give_back(claimed)
             held = GenerationResult(
                 Outcome.FALLBACK, text_blocks(fallback_text), detail=f"model unavailable: {exc}", hold=True
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,6 +59,11 @@ _TEXT_ONLY_SCHEMA = _without(_without(copy.deepcopy(_SCHEMA), "blocks", "ImageGr
 # What hosted models read on every request (and cache): the same rules in a third of the tokens
 # (``lean_schema``); what each claim means is in the playbook, once.
 _MODEL_SCHEMA = lean_schema(_SCHEMA)
+# Each definition gets schemas of its own (a client may adapt them in place); parsing these is
+# four times cheaper than deep-copying the dicts, on every step of every turn.
+_SCHEMA_JSON = json.dumps(_SCHEMA)
+_TEXT_ONLY_SCHEMA_JSON = json.dumps(_TEXT_ONLY_SCHEMA)
+_MODEL_SCHEMA_JSON = json.dumps(_MODEL_SCHEMA)
 REPLY_DESCRIPTION = "The final answer to the customer: call it once, last."
 
 
@@ -73,10 +79,10 @@ def reply_tool_definition(
         metadata[TOOL_FIRST] = True
     if first_step:
         metadata[FIRST_STEP] = list(first_step)
-    metadata[GATE_SCHEMA] = copy.deepcopy(_SCHEMA if photos_fetched else _TEXT_ONLY_SCHEMA)
+    metadata[GATE_SCHEMA] = json.loads(_SCHEMA_JSON if photos_fetched else _TEXT_ONLY_SCHEMA_JSON)
     return ToolDefinition(
         name=REPLY_TOOL,
         description=REPLY_DESCRIPTION,
-        parameters_json_schema=copy.deepcopy(_MODEL_SCHEMA),
+        parameters_json_schema=json.loads(_MODEL_SCHEMA_JSON),
         metadata=metadata,
     )

@@ -17,6 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final, Literal
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,15 +31,16 @@ from frontdesk.output.delivery import Deliverer, Finish
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.jobs import JobQueue, RetryLater
+from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
 from frontdesk.platform.observability import DEFERRED, observe_turn, stage, turn_outcome
 from frontdesk.platform.observability.tracing import ASSEMBLE, CONTEXT
 from frontdesk.platform.store.engine import Database, unsynced_update
 from frontdesk.platform.store.schema import Message, Task, TurnTrace
 from frontdesk.platform.workers import run_to_completion
-from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage
+from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage, understood_nothing
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
-from frontdesk.reasoning.turn import Turn
-from frontdesk.turns.batch import Batch, history_of, turn_message, unanswered, unanswered_with_thread
+from frontdesk.reasoning.turn import Turn, TurnMessage
+from frontdesk.turns.batch import Batch, Thread, history_of, turn_message, unanswered, unanswered_with_thread
 from frontdesk.turns.commit import Committed, LeaseLost, TurnCommitter
 from frontdesk.turns.record import TurnRecord
 from frontdesk.turns.recovery import recover_dead_worker
@@ -63,6 +65,20 @@ class Attempt:
         return self.number >= self.of
 
 
+# How a collecting transaction holds the lease: takes it, renews it, or holds it since the moment
+# its last commit's fence settled.
+TAKE: Final = "take"
+RENEW: Final = "renew"
+LeaseStep = Literal["take", "renew"] | datetime
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What a collecting transaction found under the lease: a batch, when to look again, or nothing."""
+
+    found: Batch | Defer | None
+
+
 class TurnAssembler:
     def __init__(
         self,
@@ -76,6 +92,7 @@ class TurnAssembler:
         queue: JobQueue,
         quiet: QuietWindow,
         model_outage_budget_s: float = 90.0,
+        budget: ModelBudget | None = None,
     ) -> None:
         self._db = db
         self._queue = queue
@@ -87,28 +104,29 @@ class TurnAssembler:
         self._deliverer = deliverer
         self._quiet = quiet
         self._model_outage_budget_s = model_outage_budget_s
+        self._budget = budget if budget is not None and budget.enabled else None
 
     async def process(self, conversation_id: str, owner: str, attempt: Attempt = Attempt()) -> int:
         """Run every turn this conversation is ready for now. Returns how many turns ran here.
         Raises ``RetryLater`` when the model is down and ``attempt`` is not the last."""
         turns = 0
         while True:
-            settled = await self._lease.acquire(conversation_id, owner)
-            if settled is None:
+            taken = await self._collect(conversation_id, owner, TAKE)
+            if taken is None:
                 return turns
+            collected = taken.found
             defer: Defer | None = None
             released = False
             try:
                 async with self._lease.kept_alive(conversation_id, owner):
                     while True:
-                        collected = await self._collect(conversation_id, settled)
                         if isinstance(collected, Defer) and collected.seconds == 0:
                             # Quiet by now but not at ``settled`` (a slow delivery after the last
                             # turn): settle again rather than going round the job queue.
-                            settled = await self._lease.renew(conversation_id, owner)
-                            if settled is None:
+                            renewed = await self._collect(conversation_id, owner, RENEW)
+                            if renewed is None:
                                 raise LeaseLost(conversation_id)
-                            collected = await self._collect(conversation_id, settled)
+                            collected = renewed.found
                         if isinstance(collected, Defer):
                             defer = collected
                             break
@@ -121,7 +139,8 @@ class TurnAssembler:
                         if next_settled is None:  # nothing waits: the turn let the lease go with its delivery
                             released = True
                             break
-                        settled = next_settled
+                        after = await self._collect(conversation_id, owner, next_settled)
+                        collected = after.found if after is not None else None
             except LeaseLost:
                 log.warning("lease on %s lost mid-turn by %s; reply discarded", conversation_id, owner)
                 return turns
@@ -157,16 +176,29 @@ class TurnAssembler:
 
     # -- collecting a batch
 
-    async def _collect(self, conversation_id: str, settled: datetime) -> Batch | Defer | None:
-        """The batch to answer now, with its thread and history, in one read; or when to look
-        again; or None when there is nothing for the agent to answer."""
-        async with self._db.read() as session:
+    async def _collect(self, conversation_id: str, owner: str, lease: LeaseStep) -> Collected | None:
+        """Take or renew the lease (or hold it, settled at ``lease``), then read the batch to answer
+        now with its thread and history, and claim the model's budget for it: one transaction.
+        None when the lease is not ours."""
+        async with self._db.transaction() as session:
+            if lease == TAKE:
+                settled = await self._lease.take(session, conversation_id, owner)
+            elif lease == RENEW:
+                settled = await self._lease.extend(session, conversation_id, owner)
+            else:
+                settled = lease
+            if settled is None:
+                return None
             rows, thread = await unanswered_with_thread(session, conversation_id)
             answers = thread is not None and thread.conversation.ai_enabled
             ready = self._quiet.judge(rows, settled, self._clock.now()) if answers else None
-            history = await history_of(session, conversation_id) if isinstance(ready, Ready) else ()
+            history: tuple[TurnMessage, ...] = ()
+            claim: Claimed | Spent | None = None
+            if isinstance(ready, Ready) and thread is not None:
+                history = await history_of(session, conversation_id)
+                claim = await self._claim(session, thread, rows)
         if not rows or thread is None:
-            return None
+            return Collected(None)
         if not thread.conversation.ai_enabled:
             fresh = [r for r in rows if not reopened(r)]  # late media was answered once already
             if fresh and await self._handed_off_while_answering(conversation_id, fresh[0]):
@@ -174,12 +206,19 @@ class TurnAssembler:
                 # these rows still get the courtesy reply, never silence.
                 async with self._db.read() as session:
                     history = await history_of(session, conversation_id)
-                return Batch(thread, rows, {"courtesy_after_handoff": True}, history, courtesy=True)
+                return Collected(Batch(thread, rows, {"courtesy_after_handoff": True}, history, courtesy=True))
             await self._mark_seen_without_reply(conversation_id)
-            return None
+            return Collected(None)
         if not isinstance(ready, Ready):
-            return ready
-        return Batch(thread, rows, ready.as_trace(), history)
+            return Collected(ready)
+        return Collected(Batch(thread, rows, ready.as_trace(), history, claim=claim))
+
+    async def _claim(self, session: AsyncSession, thread: Thread, rows: list[Message]) -> Claimed | Spent | None:
+        """The tenant's model budget for a batch the model will read (None: no budget, or no model)."""
+        if self._budget is None or understood_nothing([turn_message(m) for m in rows]):
+            return None
+        tenant = thread.row.tenant
+        return await self._budget.claim_in(session, tenant.id, self._agent.zone_of(tenant.pack, tenant.policy or {}))
 
     async def _handed_off_while_answering(self, conversation_id: str, oldest: Message) -> bool:
         async with self._db.read() as session:
@@ -286,8 +325,11 @@ class TurnAssembler:
             async with self._deliverer.typing_while(batch.target):
                 if batch.courtesy:
                     return await self._agent.courtesy_after_handoff(turn, context)
-                return await self._agent.generate(turn, context)
+                spent = batch.claim if isinstance(batch.claim, Spent) else None
+                return await self._agent.generate(turn, context, spent=spent)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
+            if self._budget is not None and isinstance(batch.claim, Claimed):
+                await self._budget.give_back(batch.claim)  # unanswered, it costs nothing; a retry claims again
             waited_s = (self._clock.now() - min(map(arrived, batch.rows))).total_seconds()
             # The wait counts the quiet window and any queue, so a backlog alone must not turn the
             # first failure into the hold message: the first attempt is always retried.
@@ -298,9 +340,9 @@ class TurnAssembler:
                 turn_outcome(DEFERRED)
                 raise RetryLater(f"model unavailable: {outage.error.message}", after_s=after_s) from outage
             run = outage.hold
-            spent = "" if within_budget else f" (the customer has waited {waited_s:.0f} s)"
+            waited = "" if within_budget else f" (the customer has waited {waited_s:.0f} s)"
             run.result.detail = (
-                f"model unavailable on attempt {attempt.number} of {attempt.of}{spent}: {outage.error.message}"
+                f"model unavailable on attempt {attempt.number} of {attempt.of}{waited}: {outage.error.message}"
             )
             return run
         except Exception as exc:  # the customer still gets a holding reply; the trace says why

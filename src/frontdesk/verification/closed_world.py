@@ -356,12 +356,15 @@ def _day_hours(g: Grounds, when: date) -> tuple[str, ...]:
 
 def _promised_dates(text: str, g: Grounds) -> list[Unproven]:
     failures: list[Unproven] = []
+    # "Friday coffee double" in quotes is a name. Most replies promise nothing: then the customer's
+    # own dates are not read at all.
+    promising = [s for s in facts.sentences(_QUOTED.sub(" ", text)) if _READY.search(s)]
+    if not promising:
+        return failures
     customer_dates = {when for t in g.customer for _, when in facts.dates(t, g.today)}
     customer_days = {d for t in g.customer for _, d in facts.durations(t)}
     stated = " ".join(g.tool_texts + g.policy)
-    for sentence in facts.sentences(_QUOTED.sub(" ", text)):  # "Friday coffee double" is a name
-        if not _READY.search(sentence):
-            continue
+    for sentence in promising:
         needed = _turnaround_for(sentence, g)
         echoed = bool(_ECHO.search(sentence))  # "you need them by Friday": the customer's date, not a promise
         said = facts.dates(sentence, g.today)
