@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, exists, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, exists, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.platform.clock import Clock
@@ -27,6 +27,17 @@ from frontdesk.platform.store.schema import Job
 
 QUEUED, RUNNING, DONE, DEAD = "queued", "running", "done", "dead"
 _JOBS = cast(Table, Job.__table__)
+# Every ingest enqueues, so its statements are built once and take their values as parameters.
+_QUEUED_WITH_KEY = (
+    select(_JOBS.c.id, _JOBS.c.run_after, _JOBS.c.attempts)
+    .where(_JOBS.c.key == bindparam("key"), _JOBS.c.status == QUEUED)
+    .limit(1)
+    .with_for_update(skip_locked=True)
+)
+_MOVE_UP = (
+    update(_JOBS).where(_JOBS.c.id == bindparam("job")).values(run_after=bindparam("due"), updated_at=bindparam("now"))
+)
+_INSERT_JOB = insert(_JOBS)
 
 
 @dataclass(frozen=True)
@@ -107,35 +118,25 @@ class JobQueue:
             # Lock the queued job while we decide: a worker claiming it right now would otherwise
             # run it without seeing our uncommitted message. A job being claimed (locked) is
             # skipped, so we add a fresh one instead.
-            waiting = (
-                await connection.execute(
-                    select(_JOBS.c.id, _JOBS.c.run_after, _JOBS.c.attempts)
-                    .where(_JOBS.c.key == key, _JOBS.c.status == QUEUED)
-                    .limit(1)
-                    .with_for_update(skip_locked=True)
-                )
-            ).first()
+            waiting = (await connection.execute(_QUEUED_WITH_KEY, {"key": key})).first()
             if waiting is not None:
                 # A job waiting out a failure's backoff (a vendor's Retry-After) keeps its time:
                 # the customer writing again does not make the vendor answer sooner.
                 if run_after < waiting.run_after and waiting.attempts == 0:
-                    await connection.execute(
-                        update(_JOBS).where(_JOBS.c.id == waiting.id).values(run_after=run_after, updated_at=now)
-                    )
+                    await connection.execute(_MOVE_UP, {"job": waiting.id, "due": run_after, "now": now})
                 return False
-        await connection.execute(
-            insert(_JOBS).values(
-                kind=kind,
-                key=key,
-                payload=payload,
-                status=QUEUED,
-                attempts=0,
-                max_attempts=self.policy.max_attempts,
-                run_after=run_after,
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        job = {
+            "kind": kind,
+            "key": key,
+            "payload": payload,
+            "status": QUEUED,
+            "attempts": 0,
+            "max_attempts": self.policy.max_attempts,
+            "run_after": run_after,
+            "created_at": now,
+            "updated_at": now,
+        }
+        await connection.execute(_INSERT_JOB, job)
         return True
 
     def notify(self) -> None:

@@ -252,6 +252,9 @@ def _check_claim(claim: Claim, state: WorkingState) -> Failure | None:
 def _price_failures(
     reply: ReplyContent, state: WorkingState, claims: Sequence[Claim], grounds: Grounds
 ) -> list[Failure]:
+    amounts = money_values(reply.text)
+    if not amounts:  # no price said, none to prove (and the evidence's prices are not read)
+        return []
     evidence = (*state.turn_evidence, *state.earlier_evidence())
     fetched = {(m.value, m.currency) for e in evidence for text in e.prices for m in money_values(text)}
     # An amount the business's own data states elsewhere (a deposit in its notes, a fee in its
@@ -271,7 +274,6 @@ def _price_failures(
     bound = bool(declared) and all(ref in known for ref in declared)
     allowed = set().union(*(by_service.get(ref, set()) for ref in declared)) if bound else fetched
     failures: list[Failure] = []
-    amounts = money_values(reply.text)
     # The customer's arithmetic, done from proven prices: counts the customer or the reply wrote,
     # percentages the business wrote (never the customer's: "can I get 50% off?" proves nothing).
     counts = counts_in([without_money(reply.text), *(with_digits(t) for t in state.customer_contacts)])
@@ -321,6 +323,9 @@ def _image_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
 
 
 def _contact_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]:
+    written = {v.key: v for v in contact_values(reply.text)}
+    if not written:  # most replies: then the conversation's contacts are not read at all
+        return []
     evidence = (*state.turn_evidence, *state.earlier_evidence())
     allowed = keys_of([*(c for e in evidence for c in e.contacts), *state.customer_contacts])
     return [
@@ -329,7 +334,7 @@ def _contact_failures(reply: ReplyContent, state: WorkingState) -> list[Failure]
             f"the {value.kind} {value.written} is not one a tool returned or the customer gave; "
             "never invent contact details",
         )
-        for value in {v.key: v for v in contact_values(reply.text)}.values()
+        for value in written.values()
         if not known(value, allowed)
     ]
 
