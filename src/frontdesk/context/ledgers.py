@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.capabilities.tools import ToolEvidence, ToolResult, output_texts
@@ -136,6 +136,12 @@ class WorkingState:
         ]
 
 
+# Every turn reads its conversation's entries: the statement is built once.
+_ENTRIES_OF = (
+    select(LedgerEntry).where(LedgerEntry.conversation_id == bindparam("conversation")).order_by(LedgerEntry.id)
+)
+
+
 class LedgerStore:
     def __init__(self, windows: LedgerWindows | None = None) -> None:
         self.windows = windows or LedgerWindows()
@@ -146,11 +152,7 @@ class LedgerStore:
         """The windows as stored. ``revision``: the tenant's business data now; a tool entry read
         at another revision is left out (neither evidence nor a prompt line), so a price or an
         opening hour the owner has changed since must be fetched again."""
-        rows = list(
-            await session.scalars(
-                select(LedgerEntry).where(LedgerEntry.conversation_id == conversation_id).order_by(LedgerEntry.id)
-            )
-        )
+        rows = list(await session.scalars(_ENTRIES_OF, {"conversation": conversation_id}))
         entries = [e for e in map(_entry, rows) if revision is None or e.evidence.revision in (None, revision)]
         w = self.windows
         return WorkingState(
@@ -178,11 +180,7 @@ class LedgerStore:
                 )
             )
         await session.flush()
-        rows = list(
-            await session.scalars(
-                select(LedgerEntry).where(LedgerEntry.conversation_id == conversation_id).order_by(LedgerEntry.id)
-            )
-        )
+        rows = list(await session.scalars(_ENTRIES_OF, {"conversation": conversation_id}))
         w = self.windows
         keep: set[int] = set()
         for name, size, age in (
