@@ -63,7 +63,7 @@ def png(seed: int = 0, size: int = 2) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b"")
 
 
-class ManualClock:
+class ShiftedClock:
     """Real time plus an offset a test can move forward (session expiry, rate-limit windows)."""
 
     def __init__(self) -> None:
@@ -103,7 +103,7 @@ class Console:
     runtime: Runtime
     app: FastAPI
     deps: ConsoleDeps
-    clock: ManualClock
+    clock: ShiftedClock
     flaky: FlakyRenderer
     ids: dict[str, str]  # named ids of both tenants' rows
 
@@ -136,7 +136,7 @@ def console_deps(runtime: Runtime, renderers: Mapping[str, Any] | None = None) -
 
 
 async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings: Any) -> Console:
-    clock = ManualClock()
+    clock = ShiftedClock()
     runtime = Runtime.build(
         Settings(**{**FAST, "quiet_window_s": 0, **settings}),
         gateway=ModelGateway.with_clients({"chat": script_client(script)}),

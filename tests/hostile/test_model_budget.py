@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from console_kit import ManualClock
+from console_kit import ShiftedClock
 from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import FunctionModel
@@ -22,7 +22,7 @@ from frontdesk.humans.console.operators import add_operator
 from frontdesk.humans.model_budget import BUDGET_TITLES
 from frontdesk.output.transcript import message_text
 from frontdesk.packs.catalog import FALLBACK_TEXTS
-from frontdesk.platform.clock import ManualClock as SteppedClock  # console_kit's runs with real time
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent, window_of
 from frontdesk.platform.models.gateway import ModelGateway, PydanticAIClient
 from frontdesk.platform.store.schema import Notification, Task
@@ -53,8 +53,8 @@ class CountingModel:
 
 
 @asynccontextmanager
-async def shop(db: Any, model: CountingModel, **settings: Any) -> AsyncIterator[tuple[Runtime, str, ManualClock]]:
-    clock = ManualClock()
+async def shop(db: Any, model: CountingModel, **settings: Any) -> AsyncIterator[tuple[Runtime, str, ShiftedClock]]:
+    clock = ShiftedClock()
     runtime = Runtime.build(
         Settings(**{**FAST, "quiet_window_s": 0, "job_backoff_s": 0.05, **settings}),
         gateway=ModelGateway.with_clients({"chat": model.client()}),
@@ -136,7 +136,7 @@ async def test_a_turn_the_model_failed_is_not_charged_and_its_retry_is_answered(
 
 
 async def test_parallel_turns_never_get_past_the_limit(db):
-    clock = SteppedClock()
+    clock = ManualClock()
     budget = ModelBudget(db, clock, per_hour=7, per_day=50)
     zone = ZoneInfo("Asia/Ho_Chi_Minh")
     claims = await asyncio.gather(*(budget.claim("tenant-a", zone) for _ in range(40)))
@@ -153,7 +153,7 @@ async def test_parallel_turns_never_get_past_the_limit(db):
 async def test_a_turn_refused_by_one_window_is_counted_in_none(db):
     """40 turns at once against 7 an hour and 10 a day: the 33 the hour refused must not have used
     up the day, so the next hour still has the day's last 3."""
-    clock = SteppedClock()  # 2026-01-05 16:00 in Ho Chi Minh City: the next hour is the same day
+    clock = ManualClock()  # 2026-01-05 16:00 in Ho Chi Minh City: the next hour is the same day
     budget = ModelBudget(db, clock, per_hour=7, per_day=10)
     zone = ZoneInfo("Asia/Ho_Chi_Minh")
     claims = await asyncio.gather(*(budget.claim("tenant-a", zone) for _ in range(40)))
@@ -168,7 +168,7 @@ async def test_a_turn_refused_by_one_window_is_counted_in_none(db):
 
 
 async def test_the_day_is_the_tenants_own_day(db):
-    clock = SteppedClock()
+    clock = ManualClock()
     budget = ModelBudget(db, clock, per_hour=0, per_day=2)
     zone = ZoneInfo("Asia/Ho_Chi_Minh")  # UTC+7: the owner's midnight is 17:00 UTC
     local_now = clock.now().astimezone(zone)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx2
-from console_kit import ManualClock
+from console_kit import ShiftedClock
 from sqlalchemy import func, select
 
 from frontdesk.app import create_app
@@ -26,7 +26,7 @@ from harness import FAST, reply, script_client
 ECHO = {"name": "echo", "default": [reply("echo: {user_text}")]}
 
 
-class StillClock(ManualClock):
+class StillClock(ShiftedClock):
     """The limits' clock stands still unless the test moves it: a flood posted over more than a
     second on a loaded machine must not get a token back (the limit is 60 a minute)."""
 
@@ -39,7 +39,7 @@ class StillClock(ManualClock):
 
 
 @asynccontextmanager
-async def webchat(db, **settings: Any) -> AsyncIterator[tuple[str, ManualClock, Any]]:
+async def webchat(db, **settings: Any) -> AsyncIterator[tuple[str, ShiftedClock, Any]]:
     clock = StillClock()
     runtime = Runtime.build(
         Settings(**{**FAST, "quiet_window_s": 0, **settings}),
