@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConflictError, NotFoundError
@@ -40,6 +40,21 @@ REPLAYABLE = (FAILED, PARTIAL)
 Finish = Callable[[AsyncSession, str], Awaitable[None]]
 
 __all__ = ["FAILED", "PARTIAL", "SENDING", "SENT", "Deliverer", "DeliveryTarget", "Finish", "StagedReply"]
+
+
+# Written once per part sent (every turn's reply): built once, executed with its values.
+_RECORD_PART = (
+    unsynced_update(DeliveryPart)
+    .where(DeliveryPart.id == bindparam("part"))
+    .values(
+        status=bindparam("outcome"),
+        error=bindparam("failure"),
+        platform_message_id=bindparam("platform_id"),
+        platform_message_ids=bindparam("platform_ids"),
+        attempts=DeliveryPart.attempts + 1,
+        updated_at=bindparam("now"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -279,18 +294,15 @@ class Deliverer:
                 log.warning("%s delivery part %s of receipt %s failed: %s", target.channel, position, receipt_id, exc)
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"[:1000]
             async with self._db.transaction() as session:
-                await session.execute(
-                    unsynced_update(DeliveryPart)
-                    .where(DeliveryPart.id == part_id)
-                    .values(
-                        status=status,
-                        error=error,
-                        platform_message_id=ids[0] if ids else None,
-                        platform_message_ids=list(ids),
-                        attempts=DeliveryPart.attempts + 1,
-                        updated_at=self._clock.now(),
-                    )
-                )
+                outcome = {
+                    "part": part_id,
+                    "outcome": status,
+                    "failure": error,
+                    "platform_id": ids[0] if ids else None,
+                    "platform_ids": list(ids),
+                    "now": self._clock.now(),
+                }
+                await session.execute(_RECORD_PART, outcome)
                 if position == len(parts) - 1:
                     if len(parts) == 1 and not replay:  # the whole delivery was this one part
                         final = await finish_only_part(session, receipt_id, part, status, error, self._clock.now())

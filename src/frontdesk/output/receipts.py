@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.output.rendering import PlannedPart
@@ -45,6 +45,22 @@ async def finish_receipt(session: AsyncSession, receipt_id: int, now: datetime) 
     return receipt.status
 
 
+# Most replies are one part: this is every such turn's last write, built once.
+_FINISH_ONLY_PART = (
+    unsynced_update(Receipt)
+    .where(Receipt.id == bindparam("receipt"))
+    .values(
+        status=bindparam("final"),
+        parts_total=1,
+        parts_sent=bindparam("sent"),
+        sent_text=bindparam("texts"),
+        sent_image=bindparam("images"),
+        errors=bindparam("failures"),
+        finished_at=bindparam("now"),
+    )
+)
+
+
 async def finish_only_part(
     session: AsyncSession, receipt_id: int, part: PlannedPart, status: str, error: str | None, now: datetime
 ) -> str:
@@ -53,19 +69,16 @@ async def finish_only_part(
     touched the part yet: its platform id commits in this very transaction)."""
     sent = status == SENT
     final = SENT if sent else FAILED
-    await session.execute(
-        unsynced_update(Receipt)
-        .where(Receipt.id == receipt_id)
-        .values(
-            status=final,
-            parts_total=1,
-            parts_sent=int(sent),
-            sent_text=part.texts if sent else 0,
-            sent_image=part.images if sent else 0,
-            errors=[] if sent else [{"seq": 0, "block": part.block_index, "kind": part.kind, "error": error}],
-            finished_at=now,
-        )
-    )
+    outcome = {
+        "receipt": receipt_id,
+        "final": final,
+        "sent": int(sent),
+        "texts": part.texts if sent else 0,
+        "images": part.images if sent else 0,
+        "failures": [] if sent else [{"seq": 0, "block": part.block_index, "kind": part.kind, "error": error}],
+        "now": now,
+    }
+    await session.execute(_FINISH_ONLY_PART, outcome)
     receipt_finished(final)
     return final
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.conversation import ContextLoader
@@ -64,6 +64,13 @@ class Attempt:
     def last(self) -> bool:
         return self.number >= self.of
 
+
+# Every turn's last write, built once.
+_RECORD_TIMINGS = (
+    unsynced_update(TurnTrace)
+    .where(TurnTrace.id == bindparam("trace"))
+    .values(finished_at=bindparam("finished"), latency_ms=bindparam("latency"))
+)
 
 # How a collecting transaction holds the lease: takes it, renews it, or holds it since the moment
 # its last commit's fence settled.
@@ -279,11 +286,8 @@ class TurnAssembler:
                     "total_ms": round((self._clock.now() - batch.rows[0].created_at).total_seconds() * 1000, 2),
                     "delivery_status": status,
                 }
-                await session.execute(
-                    unsynced_update(TurnTrace)
-                    .where(TurnTrace.id == committed.trace_id)
-                    .values(finished_at=self._clock.now(), latency_ms=latency)
-                )
+                timings = {"trace": committed.trace_id, "finished": self._clock.now(), "latency": latency}
+                await session.execute(_RECORD_TIMINGS, timings)
                 # Held until the reply is out, so that the next turn's reply can never overtake it.
                 released = await self._lease.release_if_answered(session, record.conversation_id, owner)
 
