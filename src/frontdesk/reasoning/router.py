@@ -75,8 +75,14 @@ class RouterState:
 
 class Router:
     def __init__(self, lexicons: Mapping[str, Mapping[str, list[str]]], item_keywords: Mapping[str, list[str]]) -> None:
+        # One expression per signal (its patterns as alternatives): it matches where any of them
+        # would, with one search instead of one per pattern on every turn.
         self._lexicons = {
-            language: {signal: [re.compile(p, re.IGNORECASE) for p in patterns] for signal, patterns in signals.items()}
+            language: {
+                signal: re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+                for signal, patterns in signals.items()
+                if patterns
+            }
             for language, signals in lexicons.items()
         }
         words = sorted({w.lower() for ws in item_keywords.values() for w in ws if w.strip()}, key=len, reverse=True)
@@ -91,8 +97,8 @@ class Router:
         # Words inside an e-mail address ("ana@example.com") are not requests.
         words = _EMAIL.sub(" ", text)
         for language, signals in self._lexicons.items():
-            for signal, patterns in signals.items():
-                if any(p.search(words) for p in patterns):
+            for signal, pattern in signals.items():
+                if pattern.search(words):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
         if any(_is_phone(m.group(0)) for m in _PHONE.finditer(text)) or _EMAIL.search(text):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.ledgers import LedgerStore
@@ -36,6 +37,16 @@ from frontdesk.turns.record import Reply, TurnRecord
 
 class LeaseLost(Exception):
     """Our lease was taken over while we worked; the new holder answers instead."""
+
+
+_TRACES = cast(Table, TurnTrace.__table__)
+_INSERT_TRACE = insert(_TRACES).returning(_TRACES.c.id)
+# Every turn marks its batch answered: built once, executed with the batch's ids.
+_MARK_ANSWERED = (
+    unsynced_update(Message)
+    .where(Message.id.in_(bindparam("batch", expanding=True)), Message.processed_at.is_(None))
+    .values(processed_at=bindparam("now"), turn_id=bindparam("turn"))
+)
 
 
 @dataclass(frozen=True)
@@ -67,57 +78,56 @@ class TurnCommitter:
         reply = Reply(result.outcome, result.blocks, result.detail)
         if not record.handed_off_itself and not fenced.ai_enabled:
             reply = Reply.suppressed()
-        trace = self._trace(record, reply)
-        session.add(trace)
-        await session.flush()
-        await self._learned(session, record, trace.id)
+        connection = await session.connection()  # Core: the ORM's unit of work costs more than the insert
+        trace_id: int = (await connection.execute(_INSERT_TRACE, self._trace(record, reply))).scalar_one()
+        await self._learned(session, record, trace_id)
         if record.budget_spent is not None:
             await hold_for_budget(
                 session,
                 tenant_id=record.tenant_id,
                 conversation_id=conversation_id,
                 spent=record.budget_spent,
-                turn_id=trace.id,
+                turn_id=trace_id,
                 now=self._clock.now(),
             )
         elif reply.outcome == Outcome.FALLBACK and result.hold:
-            await self._hold_for_team(session, record, trace.id)
+            await self._hold_for_team(session, record, trace_id)
         answered = await session.execute(
-            unsynced_update(Message)
-            .where(Message.id.in_(record.batch_ids), Message.processed_at.is_(None))
-            .values(processed_at=self._clock.now(), turn_id=trace.id)
+            _MARK_ANSWERED, {"batch": list(record.batch_ids), "now": self._clock.now(), "turn": trace_id}
         )
         if rows_affected(answered) != len(record.batch_ids):  # another turn answered them meanwhile
             raise LeaseLost(conversation_id)
         if fenced.ai_enabled:  # (handed off in this very turn: the person reads it in the console)
-            await self._reopen_media_ready_meanwhile(session, record, trace.id)
+            await self._reopen_media_ready_meanwhile(session, record, trace_id)
         turn_outcome(reply.outcome.value, steps=result.steps)  # counted once it is this turn's for sure
         staged = None
         if reply.blocks:
-            staged = await self._deliverer.stage(session, target, reply.blocks, turn_id=trace.id, origin="agent")
-        return Committed(trace.id, fenced.settled, reply, staged)
+            staged = await self._deliverer.stage(session, target, reply.blocks, turn_id=trace_id, origin="agent")
+        return Committed(trace_id, fenced.settled, reply, staged)
 
-    def _trace(self, record: TurnRecord, reply: Reply) -> TurnTrace:
+    def _trace(self, record: TurnRecord, reply: Reply) -> dict[str, Any]:
+        """The trace row's columns."""
         result = record.result
-        return TurnTrace(
-            conversation_id=record.conversation_id,
-            worker=record.worker,
-            started_at=record.started_at,
-            batch_size=len(record.batch_ids),
-            batch_span_ms=record.batch_span_ms,
-            model=record.model,
-            steps=result.steps,
-            tool_calls=result.tool_calls,
-            usage=result.usage,
-            latency_ms={},  # filled in by the delivery's last transaction
-            outcome=reply.outcome.value,
-            detail=reply.detail,
-            route=dict(record.route),
-            tools_offered=list(record.tools_offered),
-            prefix_hash=record.prefix_hash,
-            prompt_size=dict(record.prompt_size),
-            claims=result.claims,
-        )
+        return {
+            "conversation_id": record.conversation_id,
+            "worker": record.worker,
+            "started_at": record.started_at,
+            "finished_at": None,
+            "batch_size": len(record.batch_ids),
+            "batch_span_ms": record.batch_span_ms,
+            "model": record.model,
+            "steps": result.steps,
+            "tool_calls": result.tool_calls,
+            "usage": result.usage,
+            "latency_ms": {},  # filled in by the delivery's last transaction
+            "outcome": reply.outcome.value,
+            "detail": reply.detail,
+            "route": dict(record.route),
+            "tools_offered": list(record.tools_offered),
+            "prefix_hash": record.prefix_hash,
+            "prompt_size": dict(record.prompt_size),
+            "claims": result.claims,
+        }
 
     async def _learned(self, session: AsyncSession, record: TurnRecord, turn_id: int) -> None:
         """What the turn learned: ledger entries, the gate's refused drafts, a due memory refresh."""
