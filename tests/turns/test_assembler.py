@@ -9,7 +9,8 @@ from sqlalchemy import delete, update
 
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.platform.clock import ManualClock
-from frontdesk.platform.store.schema import Conversation, Job, Message
+from frontdesk.platform.store.schema import Conversation, Job, Message, Task, Tenant
+from frontdesk.reasoning.loop import FALLBACK_TEXT
 from harness import HeldModel, count, make_runtime, message, replies, reply, reply_texts, traces
 
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
@@ -270,3 +271,20 @@ async def test_a_reply_written_while_an_operator_takes_over_is_not_sent_over_the
     assert trace.outcome == "suppressed"
     assert await reply_texts(db) == []  # nothing reached the customer
     assert await count(db, Message, Message.processed_at.is_(None)) == 0  # and it is not answered later
+
+
+async def test_a_tenant_whose_stored_time_zone_no_longer_exists_still_gets_the_hold_message(db):
+    # The turn's first transaction claims the model budget on the tenant's clock: a zone that
+    # cannot be read must not fail the job (the customer would hear nothing), only the turn.
+    clock = ManualClock()
+    runtime, accounts = await make_runtime(db, ECHO, clock=clock)
+    async with db.transaction() as session:
+        await session.execute(update(Tenant).values(policy={"timezone": "Mars/Olympus"}))
+    await runtime.ingestor.ingest(message(accounts.terminal_id, "are you open?"))
+    await runtime.runner.run_until_idle()
+
+    assert await reply_texts(db) == [FALLBACK_TEXT]  # the turn's hold, with a task for the team
+    (trace,) = await traces(db)
+    assert trace.outcome == "fallback"
+    assert "Mars/Olympus" in (trace.detail or "")
+    assert await count(db, Task, Task.kind == "needs_reply") == 1

@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
+from zoneinfo import ZoneInfoNotFoundError
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.context.conversation import ContextLoader
+from frontdesk.errors import ConfigError
 from frontdesk.ingestion.ingest import arrived, queue_turn, reopened
 from frontdesk.ingestion.lease import ConversationLease
 from frontdesk.ingestion.quiet_window import Defer, QuietWindow, Ready
@@ -225,7 +227,13 @@ class TurnAssembler:
         if self._budget is None or understood_nothing([turn_message(m) for m in rows]):
             return None
         tenant = thread.row.tenant
-        return await self._budget.claim_in(session, tenant.id, self._agent.zone_of(tenant.pack, tenant.policy or {}))
+        try:
+            zone = self._agent.zone_of(tenant.pack, tenant.policy or {})
+        except (ConfigError, ZoneInfoNotFoundError, ValueError):
+            # A pack or a stored policy that no longer works: the agent fails the same way before
+            # asking the model, and the customer gets the hold message (never silence).
+            return None
+        return await self._budget.claim_in(session, tenant.id, zone)
 
     async def _handed_off_while_answering(self, conversation_id: str, oldest: Message) -> bool:
         async with self._db.read() as session:
