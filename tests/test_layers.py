@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "humans": {"business", "context", "errors", "output", "platform", "settings"},
     "ingestion": {"errors", "http_errors", "output", "platform"},
     # the turn: ingestion's lease, batch and quiet window; reasoning's value; one commit; delivery
-    "turns": {"context", "humans", "ingestion", "output", "platform", "reasoning"},
+    "turns": {"context", "errors", "humans", "ingestion", "output", "platform", "reasoning"},
     "packs": {"business", "capabilities", "humans", "platform", "verification", "workflows"},
     # composition
     "cli_accounts": {"errors", "ingestion", "platform", "settings"},
