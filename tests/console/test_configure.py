@@ -487,7 +487,9 @@ async def test_a_business_without_a_catalog_says_so(db):
 
 async def test_model_slots_show_provider_and_model_but_no_credentials(db, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-used")  # an embeddings slot is built at start-up
-    slot = "openai-compatible:https://bob:hunter2@llm.internal:8443/v1?api_key=sk-live-123#llama3.2"
+    # Credentials long enough that no random token on the page (a CSRF token) can contain them
+    # by chance: "bob" once did.
+    slot = "openai-compatible:https://llm-admin-7f3a9:hunter2-s3cret@llm.internal:8443/v1?api_key=sk-live-123#llama3.2"
     console = await build_console(db, model_utility=slot, model_embeddings="openai:text-embedding-3-small")
     async with client(console) as http:
         await sign_in(http, AGENT)
@@ -496,7 +498,7 @@ async def test_model_slots_show_provider_and_model_but_no_credentials(db, monkey
     assert page.status_code == 200
     assert "openai-compatible:https://***@llm.internal:8443/v1?***#llama3.2" in page.text
     assert "openai:text-embedding-3-small" in page.text
-    for leak in ("hunter2", "bob", "sk-live-123", "api_key"):
+    for leak in ("hunter2-s3cret", "llm-admin-7f3a9", "sk-live-123", "api_key"):
         assert leak not in page.text
     assert 'data-slot="transcription"' in page.text
     assert "the chat slot transcribes" in page.text
