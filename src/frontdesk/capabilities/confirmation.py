@@ -159,13 +159,11 @@ class PendingActions:
     async def _to_confirm(self, conversation: ConversationId, turn_key: str) -> Draft:
         """The open proposal, or the one this run already confirmed: a repeated confirmation (two
         parallel calls, or once more after the answer) gets the first result, and runs nothing."""
-        live = await self.workflows.current(conversation, PENDING_WORKFLOW)
-        if live is not None and (live.status == "open" or (turn_key and live.owner == turn_key)):
-            return live
-        done = await self.workflows.submitted_by(conversation, PENDING_WORKFLOW, turn_key) if turn_key else None
-        if live is not None or done is None:  # another run is confirming it, or nothing was proposed
+        draft = await self.workflows.current_or_submitted_by(conversation, PENDING_WORKFLOW, turn_key)
+        # Nothing proposed, or another run is confirming it.
+        if draft is None or not (draft.status == "open" or (turn_key and draft.owner == turn_key)):
             raise ToolFailure(NOTHING_PENDING)
-        return done
+        return draft
 
     async def _withdraw(self, conversation: ConversationId, turn_key: str) -> None:
         """A new proposal replaces an unanswered one from an earlier turn (only the latest

@@ -14,10 +14,11 @@ Decisions, in one place:
   ``SubmitPending`` when the claimer died between side effect and record (the caller says
   "processing"; an operator settles it with ``resolve``). An action that *raises* reopens the
   draft and releases the key: the caller saw the failure, so a retry is deliberate.
-- A submit may name its ``submitter`` (an agent run): the claim makes it the draft's ``owner``, and
-  ``submitted_by`` finds the draft again once it is no longer live. A model that calls "submit"
-  twice in one run (two parallel calls, or once more after the first answered) gets the first
-  answer both times instead of "nothing to submit"; a later run is told the flow is over.
+- A submit may name its ``submitter`` (an agent run): the claim makes it the draft's ``owner``,
+  and ``current_or_submitted_by`` finds the draft again once it is no longer live. A model that
+  calls "submit" twice in one run (two parallel calls, or once more after the first answered)
+  gets the first answer both times instead of "nothing to submit"; a later run is told the flow
+  is over.
 - A claimed draft no longer expires (its side effect may have happened). ``cleanup_expired``
   deletes open/cancelled/expired drafts past ``expires_at`` and submitted drafts older than
   ``keep_submitted_s`` (90 days by default: the record of what was done, and of its keys).
@@ -140,8 +141,15 @@ class WorkflowStore:
         draft = None if row is None else Draft.from_row(row)
         return None if draft is None or draft.is_expired(self._clock.now()) else draft
 
-    async def submitted_by(self, conversation_id: ConversationId, workflow: str, submitter: str) -> Draft | None:
-        """The newest draft of this flow whose submit ``submitter`` claimed (in flight or done)."""
+    async def current_or_submitted_by(
+        self, conversation_id: ConversationId, workflow: str, submitter: str
+    ) -> Draft | None:
+        """The live draft (``current``); with none, the newest draft of this flow whose submit
+        ``submitter`` claimed, in flight or done: a caller repeating its submit gets the first
+        answer instead of "nothing to submit"."""
+        live = await self.current(conversation_id, workflow)
+        if live is not None or not submitter:
+            return live
         async with self._db.read() as session:
             row = await session.scalar(
                 select(WorkflowDraft)
@@ -209,7 +217,7 @@ class WorkflowStore:
         A duplicate (same key, same draft) runs nothing: it gets the first result (``replayed``),
         waiting up to ``wait_s`` for a submit in flight, else ``SubmitPending``. ``expected_version``
         is only checked by the submit that claims the draft. A ``submitter`` that claims becomes the
-        draft's owner (see ``submitted_by``)."""
+        draft's owner (see ``current_or_submitted_by``)."""
         if not 0 < len(idempotency_key) <= _MAX_KEY_LENGTH:
             raise PayloadError(f"an idempotency key has 1 to {_MAX_KEY_LENGTH} characters")
         try:

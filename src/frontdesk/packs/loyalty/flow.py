@@ -214,12 +214,10 @@ class RuleFlow:
         """The live draft, or the one this run already submitted: a repeated submit (two parallel
         calls, or once more after the answer) is answered with the first result."""
         conversation = ConversationId(context.conversation_id)
-        live = await self.workflows.current(conversation, WORKFLOW)
-        if live is None and context.turn_key:
-            live = await self.workflows.submitted_by(conversation, WORKFLOW, context.turn_key)
-        if live is None:
+        draft = await self.workflows.current_or_submitted_by(conversation, WORKFLOW, context.turn_key)
+        if draft is None:
             raise ToolFailure(NO_DRAFT)
-        return live
+        return draft
 
     async def submit(self, arguments: NoArguments, context: ToolContext) -> ToolResult:
         draft = await self._draft_to_submit(context)
