@@ -120,12 +120,8 @@ class Deliverer:
             "status": SENDING,
             "parts_total": len(plan),
             "parts_sent": 0,
-            "sent_text": 0,
-            "sent_image": 0,
-            "replays": 0,
             "errors": errors,
             "created_at": now,
-            "finished_at": None,
         }
         receipt_id: int = (await connection.execute(_INSERT_RECEIPT, receipt)).scalar_one()
         parts = await self._insert_parts(session, receipt_id, target, plan)
@@ -169,10 +165,7 @@ class Deliverer:
                 "images": part.images,
                 "request": part.request,
                 "status": "pending",
-                "platform_message_id": None,
                 "platform_message_ids": [],
-                "platform_status": None,
-                "error": None,
                 "attempts": 0,
                 "updated_at": now,
             }

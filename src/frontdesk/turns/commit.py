@@ -112,7 +112,6 @@ class TurnCommitter:
             "conversation_id": record.conversation_id,
             "worker": record.worker,
             "started_at": record.started_at,
-            "finished_at": None,
             "batch_size": len(record.batch_ids),
             "batch_span_ms": record.batch_span_ms,
             "model": record.model,
