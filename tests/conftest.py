@@ -8,6 +8,7 @@ Model behaviour comes from the script provider; real model requests are refused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -109,13 +110,22 @@ def database_url(
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database.from_url(database_url)
+    async with opened_database(database_url) as database:
+        yield database
+
+
+@contextlib.asynccontextmanager
+async def opened_database(url: str) -> AsyncIterator[Database]:
+    """The test's database at ``url``: PostgreSQL's shared one emptied first."""
+    database = Database.from_url(url)
     if database.dialect == "postgresql":
         tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
         async with database.engine.begin() as conn:
             await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-    yield database
-    await database.dispose()
+    try:
+        yield database
+    finally:
+        await database.dispose()
 
 
 # -- the loyalty pack's MCP server (tests/packs)

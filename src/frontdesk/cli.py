@@ -153,7 +153,7 @@ async def _serve(runtime: Runtime, settings: Settings, *, started: asyncio.Event
     processes = worker_process_count(settings)
 
     async def recover(worker: str) -> None:
-        jobs, leases = await runtime.assembler.recover_dead_worker(worker)
+        jobs, leases = await runtime.recover_dead_worker(worker)
         logging.getLogger(__name__).warning(
             "worker %s died: %d running job(s) queued again, %d conversation lease(s) let go", worker, jobs, leases
         )

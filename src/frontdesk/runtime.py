@@ -62,7 +62,9 @@ from frontdesk.reasoning.terminal import reply_tool_definition
 from frontdesk.settings import Settings
 from frontdesk.turns.assembler import Attempt, TurnAssembler
 from frontdesk.turns.commit import TurnCommitter
+from frontdesk.turns.recovery import recover_dead_worker
 from frontdesk.turns.recovery import requeue_orphans as requeue_orphaned_turns
+from frontdesk.turns.sql_store import SqlTurnStore
 from frontdesk.workflows import WorkflowStore
 
 log = logging.getLogger(__name__)
@@ -199,26 +201,32 @@ class Runtime:
             Transcriber(gateway, transcription_hints(db, loader, clock, pack_deps(settings, db, clock))),
         )
         lease = ConversationLease(db, clock, settings.lease_ttl_s)
-        assembler = TurnAssembler(
-            db,
+        agent = Agent(
+            gateway,
             clock,
-            lease,
-            Agent(
-                gateway,
+            LoopLimits(max_steps=settings.max_steps),
+            built_packs,
+            EpisodicCadence(every_replies=settings.memory_every_replies),
+            media,
+            budget=budget,
+        )
+        assembler = TurnAssembler(
+            SqlTurnStore(
+                db,
                 clock,
-                LoopLimits(max_steps=settings.max_steps),
-                built_packs,
-                EpisodicCadence(every_replies=settings.memory_every_replies),
-                media,
-                budget=budget,
+                lease,
+                loader,
+                TurnCommitter(clock, lease, loader.ledgers, queue, deliverer),
+                deliverer,
+                queue,
+                ModelBudget(db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day),
+                agent.zone_of,
             ),
-            loader,
-            TurnCommitter(clock, lease, loader.ledgers, queue, deliverer),
+            clock,
+            agent,
             deliverer,
-            queue,
             QuietWindow(settings.quiet_window_s, settings.quiet_window_cap_s, settings.media_ready_timeout_s),
             settings.model_outage_budget_s,
-            ModelBudget(db, clock, per_hour=settings.model_turns_per_hour, per_day=settings.model_turns_per_day),
         )
 
         async def process_conversation(job: ClaimedJob) -> None:
@@ -278,6 +286,11 @@ class Runtime:
             search=search,
             compact_prompt=budget.for_model(gateway.client("chat").name).compact,
         )
+
+    async def recover_dead_worker(self, worker: str) -> tuple[int, int]:
+        """(jobs queued again, leases let go) of a worker known to be dead (``turns/recovery.py``)."""
+        lease = ConversationLease(self.db, self.clock, self.settings.lease_ttl_s)
+        return await recover_dead_worker(lease, self.queue, worker)
 
     async def start(self, mcp_targets: Mapping[str, Any] | None = None, *, role: ProcessRole = "whole") -> None:
         """Connect the MCP servers of the packs that use one (``mcp_servers``, or ``mcp_targets``:

@@ -63,7 +63,7 @@ class ScriptedPlatform:
 async def _answer(db, script, outcomes):
     runtime, accounts = await make_runtime(db, script, quiet_window_s=0)
     platform = ScriptedPlatform(db, outcomes)
-    runtime.assembler._deliverer._renderers["terminal"] = platform
+    runtime.deliverer._renderers["terminal"] = platform
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
     await runtime.assembler.process(first.conversation_id, "w")
     return runtime, platform
@@ -73,7 +73,7 @@ async def _deliver(db, blocks, outcomes):
     """Stage and deliver ``blocks`` on a terminal thread, as the assembler does."""
     runtime, accounts = await make_runtime(db, TWO_BLOCKS, quiet_window_s=0)
     platform = ScriptedPlatform(db, outcomes)
-    deliverer = runtime.assembler._deliverer
+    deliverer = runtime.deliverer
     deliverer._renderers["terminal"] = platform
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
     target = DeliveryTarget("terminal", accounts.terminal_id, first.conversation_id, "s1", 0)
@@ -134,7 +134,7 @@ async def test_replay_resends_only_the_parts_that_did_not_go_out(db):
     runtime, platform = await _deliver(db, TEXT_AND_IMAGES, ["ok", "fail"])
     (receipt,) = await receipts(db)
 
-    status = await runtime.assembler._deliverer.replay(receipt.id)
+    status = await runtime.deliverer.replay(receipt.id)
 
     assert status == "sent"
     assert platform.calls == [(0, False), (1, False), (1, True)]
@@ -147,13 +147,13 @@ async def test_replay_resends_only_the_parts_that_did_not_go_out(db):
         [],
     )
     with pytest.raises(ConflictError):
-        await runtime.assembler._deliverer.replay(receipt.id)  # nothing left to resend
+        await runtime.deliverer.replay(receipt.id)  # nothing left to resend
 
 
 async def test_a_process_killed_between_two_calls_leaves_sending_visible_and_replay_finishes_it(db):
     runtime, accounts = await make_runtime(db, TWO_BLOCKS, quiet_window_s=0)
     platform = ScriptedPlatform(db, ["ok", "die"])
-    runtime.assembler._deliverer._renderers["terminal"] = platform
+    runtime.deliverer._renderers["terminal"] = platform
     first = await runtime.ingestor.ingest(message(accounts.terminal_id, "hi"))
     with pytest.raises(SimulatedKill):
         await runtime.assembler.process(first.conversation_id, "w")
@@ -162,9 +162,9 @@ async def test_a_process_killed_between_two_calls_leaves_sending_visible_and_rep
     assert await parts(db) == [(0, "sent", None), (1, "pending", None)]
     (receipt,) = await receipts(db)
     with pytest.raises(ConflictError):
-        await runtime.assembler._deliverer.replay(receipt.id)  # "sending" needs an operator's say-so
+        await runtime.deliverer.replay(receipt.id)  # "sending" needs an operator's say-so
 
-    assert await runtime.assembler._deliverer.replay(receipt.id, include_sending=True) == "sent"
+    assert await runtime.deliverer.replay(receipt.id, include_sending=True) == "sent"
     assert platform.calls == [(0, False), (1, False), (1, True)]
 
 

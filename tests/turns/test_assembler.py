@@ -96,7 +96,7 @@ async def test_turn_abandoned_by_a_dead_process_is_finished_once_by_the_sweeper(
     # The process that claimed the job and took the lease died: both leases stop being renewed.
     dead = await runtime.queue.claim("dead-host:1/0")
     assert dead is not None
-    assert await runtime.assembler._lease.acquire(result.conversation_id, "dead-host:1/0/job1")
+    assert await ConversationLease(db, runtime.clock, 30).acquire(result.conversation_id, "dead-host:1/0/job1")
     past = runtime.clock.now() - timedelta(seconds=1)
     async with db.transaction() as session:
         await session.execute(update(Conversation).values(lock_until=past))

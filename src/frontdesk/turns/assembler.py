@@ -4,48 +4,42 @@
 lease (losers return at once and leave their rows for the winner). If the conversation is not
 quiet yet (``ingestion/quiet_window.py``) or a pending media row is still being prepared, it does
 not sleep on a worker: it re-queues itself for the moment the window closes. Otherwise it runs
-one turn over every unanswered customer message: collect (``batch.py``), generate (reasoning
-returns an ``AgentRun`` and writes nothing), commit one ``TurnRecord`` under the lease fence
-(``commit.py``), deliver; then it drains: rows that arrived mid-turn get the same treatment.
-After releasing the lease it looks once more, so a message whose job lost the race in the
-instant before release is not stranded.
+one turn over every unanswered customer message: collect, generate (the responder returns an
+``AgentRun`` and writes nothing), commit one ``TurnRecord`` under the lease fence, deliver; then
+it drains: rows that arrived mid-turn get the same treatment. After releasing the lease it looks
+once more, so a message whose job lost the race in the instant before release is not stranded.
+
+It reads and writes only through its ports (``turns/ports.py``): ``turns/sql_store.py`` in the
+service, ``turns/memory.py`` in its unit tests.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
-from zoneinfo import ZoneInfoNotFoundError
+from typing import Any
 
-from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from frontdesk.context.conversation import ContextLoader
-from frontdesk.errors import ConfigError
-from frontdesk.ingestion.ingest import arrived, queue_turn, reopened
-from frontdesk.ingestion.lease import ConversationLease
+from frontdesk.ingestion.ingest import arrived, reopened
 from frontdesk.ingestion.quiet_window import Defer, QuietWindow, Ready
 from frontdesk.output.blocks import text_blocks
-from frontdesk.output.delivery import Deliverer, Finish
 from frontdesk.platform.clock import Clock
 from frontdesk.platform.ids import new_id
-from frontdesk.platform.jobs import JobQueue, RetryLater
-from frontdesk.platform.model_budget import Claimed, ModelBudget, Spent
+from frontdesk.platform.jobs import RetryLater
+from frontdesk.platform.model_budget import Claimed, Spent
 from frontdesk.platform.observability import DEFERRED, observe_turn, stage, turn_outcome
 from frontdesk.platform.observability.tracing import ASSEMBLE, CONTEXT
-from frontdesk.platform.store.engine import Database, unsynced_update
-from frontdesk.platform.store.schema import Message, Task, TurnTrace
+from frontdesk.platform.store.schema import Message
 from frontdesk.platform.workers import run_to_completion
-from frontdesk.reasoning.agent import Agent, AgentRun, ModelOutage, understood_nothing
+from frontdesk.reasoning.agent import AgentRun, ModelOutage
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, Outcome
-from frontdesk.reasoning.turn import Turn, TurnMessage
-from frontdesk.turns.batch import Batch, Thread, history_of, turn_message, unanswered, unanswered_with_thread
-from frontdesk.turns.commit import Committed, LeaseLost, TurnCommitter
+from frontdesk.reasoning.turn import Turn
+from frontdesk.turns.batch import Batch, Thread, turn_message
+from frontdesk.turns.commit import LeaseLost
+from frontdesk.turns.ports import RENEW, TAKE, Collected, LeaseStep, Responder, TurnStore, Typing
 from frontdesk.turns.record import TurnRecord
-from frontdesk.turns.recovery import recover_dead_worker
 
 log = logging.getLogger(__name__)
 
@@ -67,53 +61,22 @@ class Attempt:
         return self.number >= self.of
 
 
-# Every turn's last write, built once.
-_RECORD_TIMINGS = (
-    unsynced_update(TurnTrace)
-    .where(TurnTrace.id == bindparam("trace"))
-    .values(finished_at=bindparam("finished"), latency_ms=bindparam("latency"))
-)
-
-# How a collecting transaction holds the lease: takes it, renews it, or holds it since the moment
-# its last commit's fence settled.
-TAKE: Final = "take"
-RENEW: Final = "renew"
-LeaseStep = Literal["take", "renew"] | datetime
-
-
-@dataclass(frozen=True)
-class Collected:
-    """What a collecting transaction found under the lease: a batch, when to look again, or nothing."""
-
-    found: Batch | Defer | None
-
-
 class TurnAssembler:
     def __init__(
         self,
-        db: Database,
+        store: TurnStore,
         clock: Clock,
-        lease: ConversationLease,
-        agent: Agent,
-        loader: ContextLoader,
-        committer: TurnCommitter,
-        deliverer: Deliverer,
-        queue: JobQueue,
+        responder: Responder,
+        typing: Typing,
         quiet: QuietWindow,
         model_outage_budget_s: float = 90.0,
-        budget: ModelBudget | None = None,
     ) -> None:
-        self._db = db
-        self._queue = queue
+        self._store = store
         self._clock = clock
-        self._lease = lease
-        self._agent = agent
-        self._loader = loader
-        self._committer = committer
-        self._deliverer = deliverer
+        self._responder = responder
+        self._typing = typing
         self._quiet = quiet
         self._model_outage_budget_s = model_outage_budget_s
-        self._budget = budget if budget is not None and budget.enabled else None
 
     async def process(self, conversation_id: str, owner: str, attempt: Attempt = Attempt()) -> int:
         """Run every turn this conversation is ready for now. Returns how many turns ran here.
@@ -127,7 +90,7 @@ class TurnAssembler:
             defer: Defer | None = None
             released = False
             try:
-                async with self._lease.kept_alive(conversation_id, owner):
+                async with self._store.kept_alive(conversation_id, owner):
                     while True:
                         if isinstance(collected, Defer) and collected.seconds == 0:
                             # Quiet by now but not at ``settled`` (a slow delivery after the last
@@ -155,33 +118,18 @@ class TurnAssembler:
                 return turns
             finally:
                 if not released:
-                    await self._lease.release(conversation_id, owner)
+                    await self._store.release(conversation_id, owner)
             if released:
                 return turns
             if defer is not None:
-                if defer.media and await self._media_landed(defer.media):
+                if defer.media and await self._store.media_landed(defer.media):
                     # It landed while we were deciding to wait for it: the turn its readiness
                     # queued may have found our lease still held and gone, so look again now.
                     continue
-                await self._come_back(conversation_id, defer.seconds)
+                await self._store.come_back(conversation_id, defer.seconds)
                 return turns
-            async with self._db.read() as session:
-                if not await unanswered(session, conversation_id):
-                    return turns
-
-    async def _media_landed(self, message_ids: tuple[int, ...]) -> bool:
-        async with self._db.read() as session:
-            landed = select(Message.id).where(Message.id.in_(message_ids), Message.status != "pending")
-            return await session.scalar(landed.limit(1)) is not None
-
-    async def _come_back(self, conversation_id: str, delay_s: float) -> None:
-        async with self._db.transaction() as session:
-            await queue_turn(self._queue, session, conversation_id, delay_s=delay_s)
-        self._queue.notify()
-
-    async def recover_dead_worker(self, worker: str) -> tuple[int, int]:
-        """(jobs queued again, leases let go) of a worker known to be dead (``turns/recovery.py``)."""
-        return await recover_dead_worker(self._lease, self._queue, worker)
+            if not await self._store.waiting(conversation_id):
+                return turns
 
     # -- collecting a batch
 
@@ -189,78 +137,30 @@ class TurnAssembler:
         """Take or renew the lease (or hold it, settled at ``lease``), then read the batch to answer
         now with its thread and history, and claim the model's budget for it: one transaction.
         None when the lease is not ours."""
-        async with self._db.transaction() as session:
-            if lease == TAKE:
-                settled = await self._lease.take(session, conversation_id, owner)
-            elif lease == RENEW:
-                settled = await self._lease.extend(session, conversation_id, owner)
-            else:
-                settled = lease
-            if settled is None:
-                return None
-            rows, thread = await unanswered_with_thread(session, conversation_id)
-            answers = thread is not None and thread.conversation.ai_enabled
-            ready = self._quiet.judge(rows, settled, self._clock.now()) if answers else None
-            history: tuple[TurnMessage, ...] = ()
-            claim: Claimed | Spent | None = None
-            if isinstance(ready, Ready) and thread is not None:
-                history = await history_of(session, conversation_id)
-                claim = await self._claim(session, thread, rows)
+        found = await self._store.collect(conversation_id, owner, lease, self._judge)
+        if found is None:
+            return None
+        rows, thread = found.rows, found.thread
         if not rows or thread is None:
             return Collected(None)
         if not thread.conversation.ai_enabled:
             fresh = [r for r in rows if not reopened(r)]  # late media was answered once already
-            if fresh and await self._handed_off_while_answering(conversation_id, fresh[0]):
+            if fresh and await self._store.handed_off_since(conversation_id, fresh[0].created_at):
                 # The hand-off committed but the turn's reply did not (a crash, a lost lease):
                 # these rows still get the courtesy reply, never silence.
-                async with self._db.read() as session:
-                    history = await history_of(session, conversation_id)
+                history = await self._store.history(conversation_id)
                 return Collected(Batch(thread, rows, {"courtesy_after_handoff": True}, history, courtesy=True))
-            await self._mark_seen_without_reply(conversation_id)
+            await self._store.mark_seen_without_reply(conversation_id)
             return Collected(None)
-        if not isinstance(ready, Ready):
-            return Collected(ready)
-        return Collected(Batch(thread, rows, ready.as_trace(), history, claim=claim))
+        if not isinstance(found.ready, Ready):
+            return Collected(found.ready)
+        return Collected(Batch(thread, rows, found.ready.as_trace(), found.history, claim=found.claim))
 
-    async def _claim(self, session: AsyncSession, thread: Thread, rows: list[Message]) -> Claimed | Spent | None:
-        """The tenant's model budget for a batch the model will read (None: no budget, or no model)."""
-        if self._budget is None or understood_nothing([turn_message(m) for m in rows]):
+    def _judge(self, rows: Sequence[Message], thread: Thread, settled: datetime) -> Ready | Defer | None:
+        """Answer now, later, or not at all (a person has the thread)."""
+        if not thread.conversation.ai_enabled:
             return None
-        tenant = thread.row.tenant
-        try:
-            zone = self._agent.zone_of(tenant.pack, tenant.policy or {})
-        except (ConfigError, ZoneInfoNotFoundError, ValueError):
-            # A pack or a stored policy that no longer works: the agent fails the same way before
-            # asking the model, and the customer gets the hold message (never silence).
-            return None
-        return await self._budget.claim_in(session, tenant.id, zone)
-
-    async def _handed_off_while_answering(self, conversation_id: str, oldest: Message) -> bool:
-        async with self._db.read() as session:
-            found = await session.scalar(
-                select(Task.id)
-                .where(
-                    Task.conversation_id == conversation_id,
-                    Task.kind == "handoff",
-                    Task.status == "open",
-                    Task.created_at >= oldest.created_at,
-                )
-                .limit(1)
-            )
-        return found is not None
-
-    async def _mark_seen_without_reply(self, conversation_id: str) -> None:
-        """A human has this thread: customer rows are consumed without an agent turn."""
-        async with self._db.transaction() as session:
-            await session.execute(
-                unsynced_update(Message)
-                .where(
-                    Message.conversation_id == conversation_id,
-                    Message.role == "user",
-                    Message.processed_at.is_(None),
-                )
-                .values(processed_at=self._clock.now())
-            )
+        return self._quiet.judge(rows, settled, self._clock.now())
 
     # -- running a turn
 
@@ -270,23 +170,21 @@ class TurnAssembler:
         started_at = self._clock.now()
         t0 = time.monotonic()
         run = await self._generate(batch, attempt)
-        record = TurnRecord.of(run, batch, worker=owner, started_at=started_at, model=self._agent.model_name)
+        model = self._responder.model_name
+        record = TurnRecord.of(run, batch, worker=owner, started_at=started_at, model=model)
         generation_ms = (time.monotonic() - t0) * 1000
 
-        # Once the model has answered, committing and delivering take milliseconds: a shutdown
+        # Once the responder has answered, committing and delivering take milliseconds: a shutdown
         # waits for them rather than leaving a committed reply with its receipt stuck at "sending".
         async def commit_and_deliver() -> datetime | None:
             t1 = time.monotonic()
-            async with self._db.transaction() as session:
-                committed = await self._committer.commit(session, record, batch.target)
+            committed = await self._store.commit(record, batch.target)
             commit_ms = (time.monotonic() - t1) * 1000
             t2 = time.monotonic()
-            released = False
 
-            async def record_timings(session: AsyncSession, status: str) -> None:
-                nonlocal released
-                # In the delivery's final transaction (its last part's commit is not counted).
-                latency = {
+            def latency(status: str) -> dict[str, Any]:
+                # Read in the delivery's final transaction (its last part's commit is not counted).
+                return {
                     **batch.waits,
                     "generation_ms": round(generation_ms, 2),
                     "commit_ms": round(commit_ms, 2),
@@ -294,24 +192,11 @@ class TurnAssembler:
                     "total_ms": round((self._clock.now() - batch.rows[0].created_at).total_seconds() * 1000, 2),
                     "delivery_status": status,
                 }
-                timings = {"trace": committed.trace_id, "finished": self._clock.now(), "latency": latency}
-                await session.execute(_RECORD_TIMINGS, timings)
-                # Held until the reply is out, so that the next turn's reply can never overtake it.
-                released = await self._lease.release_if_answered(session, record.conversation_id, owner)
 
-            await self._deliver(committed, record_timings)
+            released = await self._store.deliver(committed, record.conversation_id, owner, latency)
             return None if released else committed.settled
 
         return await run_to_completion(commit_and_deliver())
-
-    async def _deliver(self, committed: Committed, then: Finish) -> None:
-        """Send the committed reply; ``then`` runs in its final transaction (or in one of its own
-        when there was nothing to send)."""
-        if committed.staged is not None:
-            await self._deliverer.deliver(committed.staged, then=then)
-        else:
-            async with self._db.transaction() as session:
-                await then(session, "not_sent")
 
     async def _generate(self, batch: Batch, attempt: Attempt) -> AgentRun:
         """Reasoning's answer to ``batch``: a value, never a write. A model outage is left to the
@@ -319,9 +204,7 @@ class TurnAssembler:
         other failure, the answer is the hold message, and the trace says why."""
         conversation = batch.thread.conversation
         with stage(CONTEXT):
-            # The conversation's row came with the batch; its open tasks and ledgers are read now.
-            async with self._db.read() as session:
-                context = await self._loader.complete(session, batch.thread.row, self._clock.now())
+            context = await self._store.context(batch.thread, self._clock.now())
         with stage(ASSEMBLE) as span:
             turn = Turn(
                 tenant_id=conversation.tenant_id,
@@ -334,14 +217,14 @@ class TurnAssembler:
             )
             span.set_attribute("frontdesk.history_messages", len(turn.history))
         try:
-            async with self._deliverer.typing_while(batch.target):
+            async with self._typing.typing_while(batch.target):
                 if batch.courtesy:
-                    return await self._agent.courtesy_after_handoff(turn, context)
+                    return await self._responder.courtesy_after_handoff(turn, context)
                 spent = batch.claim if isinstance(batch.claim, Spent) else None
-                return await self._agent.generate(turn, context, spent=spent)
+                return await self._responder.generate(turn, context, spent=spent)
         except ModelOutage as outage:  # nothing done, nothing said yet: the job may ask again later
-            if self._budget is not None and isinstance(batch.claim, Claimed):
-                await self._budget.give_back(batch.claim)  # unanswered, it costs nothing; a retry claims again
+            if isinstance(batch.claim, Claimed):
+                await self._store.give_back(batch.claim)  # unanswered, it costs nothing; a retry claims again
             waited_s = (self._clock.now() - min(map(arrived, batch.rows))).total_seconds()
             # The wait counts the quiet window and any queue, so a backlog alone must not turn the
             # first failure into the hold message: the first attempt is always retried.
