@@ -8,7 +8,7 @@ from frontdesk.business import Actor, BusinessStore, ItemFields
 from frontdesk.capabilities.tools import ToolContext
 from frontdesk.demo import DEMO_TENANT, demo_business_file
 from frontdesk.platform.clock import SystemClock
-from harness import make_runtime, message, reply_texts, traces, wait_idle
+from harness import make_runtime, message, reply_texts, traces
 
 CARDS = {"type": "service_presented", "service_id": "business-cards"}
 QUOTE = {
@@ -47,18 +47,14 @@ async def test_after_a_price_edit_the_old_price_is_refused_and_the_next_quote_is
 
     async def say(text: str) -> None:
         await runtime.ingestor.ingest(message(accounts.webchat_id, text, msg_id=f"{text}-{len(await traces(db))}"))
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
 
-    runtime.runner.start()
-    try:
-        await say("how much are business cards?")
-        await say("still that price?")  # the ledger proves $45: the owner has changed nothing yet
-        new_price = {"currency": "USD", "unit": {"en": "cards"}, "tiers": [{"quantity": 250, "amount": 50}]}
-        await store.save_item(DEMO_TENANT, cards(price=new_price), Actor(via="console"), create=False)
-        await say("still that price now?")
-        await say("how much are they now?")
-    finally:
-        await runtime.runner.stop()
+    await say("how much are business cards?")
+    await say("still that price?")  # the ledger proves $45: the owner has changed nothing yet
+    new_price = {"currency": "USD", "unit": {"en": "cards"}, "tiers": [{"quantity": 250, "amount": 50}]}
+    await store.save_item(DEMO_TENANT, cards(price=new_price), Actor(via="console"), create=False)
+    await say("still that price now?")
+    await say("how much are they now?")
 
     first, remembered, stale, fresh = await traces(db)
     assert [t.outcome for t in (first, remembered, stale, fresh)] == ["replied", "replied", "fallback", "replied"]
@@ -77,16 +73,12 @@ async def test_a_new_item_is_heard_by_the_router_and_found_on_the_next_turn(db):
         synonyms={"en": ["lanyard"], "vi": ["dây đeo thẻ"]},
         price={"currency": "USD", "unit": {"en": "lanyards"}, "tiers": [{"quantity": 100, "amount": 120}]},
     )
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "do you do lanyards?", session="before"))
-        await wait_idle(db)
-        await BusinessStore(db, SystemClock()).save_item(DEMO_TENANT, lanyards, Actor(), create=True)
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "do you do lanyards?", session="after"))
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "có dây đeo thẻ không?", session="vi"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "do you do lanyards?", session="before"))
+    await runtime.runner.run_until_idle()
+    await BusinessStore(db, SystemClock()).save_item(DEMO_TENANT, lanyards, Actor(), create=True)
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "do you do lanyards?", session="after"))
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "có dây đeo thẻ không?", session="vi"))
+    await runtime.runner.run_until_idle()
 
     before, after, vietnamese = await traces(db)
     assert "item_mentioned" not in before.route["signals"]

@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from frontdesk.packs.catalog import FALLBACK_TEXTS
 from frontdesk.platform.store.schema import Tenant
-from harness import make_runtime, message, reply_texts, traces, wait_idle
+from harness import make_runtime, message, reply_texts, traces
 
 UNSURE = {"name": "unsure", "default": [{"reply": {"blocks": [{"type": "text", "text": "Only $9!"}], "claims": []}}]}
 
@@ -19,12 +19,8 @@ async def test_a_first_message_without_language_evidence_is_in_the_business_defa
     runtime, accounts = await make_runtime(db, UNSURE)
     async with db.transaction() as session:
         await session.execute(update(Tenant).values(languages=languages))
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "Có bánh mì chay không?"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "Có bánh mì chay không?"))
+    await runtime.runner.run_until_idle()
 
     (trace,) = await traces(db)
     assert trace.route["language"] == expected

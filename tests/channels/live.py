@@ -36,6 +36,11 @@ class Live:
     account_id: str
     channel: str
 
+    async def idle(self) -> int:
+        """Run every job the posts queued (turns, media) until none is left: the app runs no job
+        runner of its own here, so a test sees the outcome without polling. Returns how many ran."""
+        return await self.runtime.runner.run_until_idle()
+
     async def messages(self, role: str = "user") -> list[Message]:
         async with self.runtime.db.read() as session:
             return list(await session.scalars(select(Message).where(Message.role == role).order_by(Message.id)))
@@ -76,7 +81,8 @@ async def live_channel(
         clients["transcription"] = _client(transcription)
     async with running(platform):
         runtime = Runtime.build(
-            Settings(**{**FAST, "media_dir": tmp_path / "media", **settings}),
+            # No workers: the test runs the jobs itself (``Live.idle``).
+            Settings(**{**FAST, "workers": 0, "media_dir": tmp_path / "media", **settings}),
             gateway=ModelGateway.with_clients(clients),
             db=db,
         )

@@ -21,7 +21,7 @@ from frontdesk.ingestion.channels.line.renderer import retry_key
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.store.schema import DeliveryPart, Message, Receipt, TurnTrace
-from harness import count, receipts, wait_idle
+from harness import count, receipts
 
 ACCOUNT = "line-bistro-01"
 SECRET = "8c3f1d2e9a7b4c6d0e5f1a2b3c4d5e6f"
@@ -107,7 +107,7 @@ def now_context(token: str) -> dict[str, Any]:
 async def start_conversation(live: Live, db) -> None:
     """A first customer message (stale, so answered by push) and its reply, then a clean record."""
     await post(live, fixture("message__text.json"))
-    await wait_idle(db)
+    await live.idle()
     live.platform.calls.clear()
     live.platform.delivered.clear()
 
@@ -119,7 +119,7 @@ async def test_a_text_message_is_answered_with_its_reply_token(db, tmp_path):
     async with line(db, tmp_path) as live:
         response = await post(live, fresh(fixture("message__text.json")))
         assert (response.status_code, response.json()) == (200, {"ok": True, "stored": 1})
-        await wait_idle(db)
+        await live.idle()
 
         assert outbound(live) == [("reply", None, {"replyToken": TEXT_TOKEN, "messages": [HELLO_TEXT]})]
         loading = [c for c in live.platform.calls if c.path == "/v2/bot/chat/loading/start"]
@@ -188,7 +188,7 @@ async def test_every_supported_message_is_stored_prepared_and_answered(db, tmp_p
         raw = _serve_media(live, name, fresh(fixture(name)))
         response = await post(live, raw)
         assert (response.status_code, response.json()) == (200, {"ok": True, "stored": len(STORED[name])})
-        await wait_idle(db)
+        await live.idle()
 
         rows = await live.messages()
         assert [(r.content_type, r.content) for r in rows] == STORED[name]
@@ -217,7 +217,7 @@ async def test_every_supported_message_is_stored_prepared_and_answered(db, tmp_p
 async def test_events_we_do_not_answer_get_200_and_nothing_happens(db, tmp_path, name):
     async with line(db, tmp_path) as live:
         response = await post(live, fresh(fixture(name)))
-        await wait_idle(db)
+        await live.idle()
 
         assert (response.status_code, response.json()) == (200, {"ok": True, "ignored": 1})
         assert await count(db, Message) == 0
@@ -247,7 +247,7 @@ async def test_the_verify_ping_with_no_events_gets_200(db, tmp_path):
 async def test_a_forged_or_missing_signature_is_refused_and_nothing_is_stored(db, tmp_path, signature):
     async with line(db, tmp_path) as live:
         response = await post(live, fixture("message__text.json"), signature=signature)
-        await wait_idle(db)
+        await live.idle()
 
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "unauthorized"
@@ -280,9 +280,9 @@ async def test_a_malformed_body_is_a_4xx_never_a_5xx(db, tmp_path):
 async def test_a_redelivered_event_stores_nothing_and_sends_nothing_new(db, tmp_path):
     async with line(db, tmp_path) as live:
         await post(live, fresh(fixture("message__text.json")))
-        await wait_idle(db)
+        await live.idle()
         again = await post(live, fresh(fixture("message__redelivery.json")))
-        await wait_idle(db)
+        await live.idle()
 
         assert (again.status_code, again.json()) == (200, {"ok": True, "duplicate": 1})
         assert await count(db, Message, Message.role == "user") == 1
@@ -293,7 +293,7 @@ async def test_an_image_set_of_three_is_three_rows_and_one_turn(db, tmp_path):
     async with line(db, tmp_path) as live:
         raw = _serve_media(live, "batch__image_set.json", fresh(fixture("batch__image_set.json")))
         response = await post(live, raw)
-        await wait_idle(db)
+        await live.idle()
 
         assert response.json() == {"ok": True, "stored": 3}
         rows = await live.messages()
@@ -311,7 +311,7 @@ async def test_an_image_set_of_three_is_three_rows_and_one_turn(db, tmp_path):
 async def test_a_stale_reply_token_is_never_tried_the_reply_is_pushed(db, tmp_path):
     async with line(db, tmp_path) as live:
         await post(live, fixture("message__text.json"))  # its timestamp is from 2024
-        await wait_idle(db)
+        await live.idle()
 
         (receipt,) = await receipts(db)
         assert outbound(live) == [("push", key(receipt, 0), {"to": USER, "messages": [HELLO_TEXT]})]
@@ -322,7 +322,7 @@ async def test_a_refused_reply_token_falls_back_to_push_and_the_customer_gets_th
     async with line(db, tmp_path) as live:
         live.platform.refused_tokens.add(TEXT_TOKEN)
         await post(live, fresh(fixture("message__text.json")))
-        await wait_idle(db)
+        await live.idle()
 
         (receipt,) = await receipts(db)
         assert outbound(live) == [
@@ -479,7 +479,7 @@ async def test_a_photo_from_line_is_downloaded_with_the_token_rehosted_and_shown
     async with line(db, tmp_path, chat=chat) as live:
         live.platform.media["509034613081082804"] = (PHOTO, "image/jpeg")
         await post(live, fresh(fixture("message__image.json")))
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.meta["media_mime"]) == ("ready", "image/jpeg")
@@ -495,7 +495,7 @@ async def test_an_external_image_is_fetched_from_its_url_without_our_token(db, t
     async with line(db, tmp_path) as live:
         raw = _serve_media(live, "message__image_external.json", fresh(fixture("message__image_external.json")))
         await post(live, raw)
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (tmp_path / "media" / row.meta["media_key"]).read_bytes() == PHOTO
@@ -510,7 +510,7 @@ async def test_an_external_image_over_plain_http_is_refused_and_resolved_honestl
             b"https://cdn.example.com", b"http://cdn.example.com"
         )
         await post(live, raw)
-        await wait_idle(db, timeout_s=15)
+        await live.idle()
 
         (row,) = await live.messages()
         assert row.content == "[image: could not be loaded]"
@@ -524,7 +524,7 @@ async def test_an_audio_message_waits_for_transcoding_then_is_transcribed_and_an
         live.platform.media[AUDIO_ID] = (VOICE, "audio/x-m4a")
         live.platform.transcoding[AUDIO_ID] = ["processing", "succeeded"]
         await post(live, fresh(fixture("message__audio.json")))
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == ("ready", "[voice note] a table for two at seven")
@@ -540,7 +540,7 @@ async def test_audio_line_could_not_transcode_is_resolved_honestly_and_still_ans
     async with line(db, tmp_path, transcription=TRANSCRIPT, job_backoff_s=0.05, media_ready_timeout_s=60) as live:
         live.platform.transcoding[AUDIO_ID] = ["failed"]
         await post(live, fresh(fixture("message__audio.json")))
-        await wait_idle(db, timeout_s=15)
+        await live.idle()
 
         (row,) = await live.messages()
         assert row.content == "[audio message: could not be loaded]"

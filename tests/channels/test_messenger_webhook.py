@@ -19,7 +19,7 @@ from frontdesk.ingestion.channels.messenger.renderer import MessengerMediaFetche
 from frontdesk.ingestion.events import MediaRef
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.store.schema import DeliveryPart, Job, Message
-from harness import count, receipts, wait_idle
+from harness import count, receipts
 
 FIXTURES = fixtures("messenger")
 PAGE_ID = "104857392016485"
@@ -164,7 +164,7 @@ async def test_every_fixture_is_stored_or_ignored_as_its_kind_says(db, tmp_path,
             )
             if name == ignored[-1]:
                 assert (await count(db, Job), live.platform.calls) == (0, [])
-        await wait_idle(db)
+        await live.idle()
 
         expected = {name: (200, {"ok": True, "ignored": 1}, 0) for name in ignored}
         for name in stored:
@@ -179,7 +179,7 @@ async def test_every_fixture_is_stored_or_ignored_as_its_kind_says(db, tmp_path,
 async def test_a_batch_stores_every_message_and_ignores_the_receipts(db, tmp_path):
     async with meta(db, tmp_path) as live:
         response = await post(live, on_the_double(live, "batch__two_entries.json"))
-        await wait_idle(db)
+        await live.idle()
 
         assert response.json() == {"ok": True, "stored": 3, "ignored": 2}
         rows = await live.messages()
@@ -263,7 +263,7 @@ async def test_a_text_message_is_answered_through_the_send_api(db, tmp_path):
     async with meta(db, tmp_path) as live:
         response = await post(live, fixture("message__text.json"))
         assert (response.status_code, response.json()) == (200, {"ok": True, "stored": 1})
-        await wait_idle(db)
+        await live.idle()
 
         assert outbound(live) == [text_call(PSID, "Hello from the shop!")]
         typing = {"recipient": {"id": PSID}, "sender_action": "typing_on"}
@@ -279,9 +279,9 @@ async def test_a_text_message_is_answered_through_the_send_api(db, tmp_path):
 async def test_a_redelivered_body_stores_nothing_and_sends_nothing_new(db, tmp_path):
     async with meta(db, tmp_path) as live:
         await post(live, fixture("message__text.json"))
-        await wait_idle(db)
+        await live.idle()
         again = await post(live, fixture("message__text.json"))
-        await wait_idle(db)
+        await live.idle()
 
         assert again.json() == {"ok": True, "duplicate": 1}
         assert await count(db, Message, Message.role == "user") == 1
@@ -291,7 +291,7 @@ async def test_a_redelivered_body_stores_nothing_and_sends_nothing_new(db, tmp_p
 async def test_an_album_of_three_images_is_three_image_messages_in_order_then_the_caption(db, tmp_path):
     async with meta(db, tmp_path) as live:
         await post(live, fixture("message__text.json"))
-        await wait_idle(db)
+        await live.idle()
         live.platform.calls.clear()
         urls = [f"https://shop.example/p/{i}.png" for i in (1, 2, 3)]
 
@@ -306,7 +306,7 @@ async def test_an_album_of_three_images_is_three_image_messages_in_order_then_th
 async def test_a_failing_image_send_ends_partial_with_metas_error_and_the_rest_sent(db, tmp_path):
     async with meta(db, tmp_path) as live:
         await post(live, fixture("message__text.json"))
-        await wait_idle(db)
+        await live.idle()
         live.platform.calls.clear()
         urls = [f"https://shop.example/p/{i}.png" for i in (1, 2, 3)]
         live.platform.fail_when = lambda call: (
@@ -374,7 +374,7 @@ async def test_an_inbound_image_is_downloaded_without_the_token_and_rehosted(db,
         response = await post(live, on_the_double(live, "message__image.json"))
         (row,) = await live.messages()
         assert (response.json(), row.status, row.content) == ({"ok": True, "stored": 1}, "pending", "[image: loading]")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content, row.meta["media_mime"]) == ("ready", "[image]", "image/jpeg")
@@ -391,7 +391,7 @@ async def test_media_outside_metas_cdn_is_never_fetched(db, tmp_path):
         attachment = body["entry"][0]["messaging"][0]["message"]["attachments"][0]
         attachment["payload"]["url"] = "https://169.254.169.254/latest/meta-data/iam"
         response = await post(live, json.dumps(body).encode())
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (response.json(), row.status, row.content) == (
@@ -420,7 +420,7 @@ async def test_instagram_uses_the_same_flow_under_its_own_url_and_replies_as_the
         text = await post(live, fixture("instagram_message__text.json"))
         echo = await post(live, fixture("instagram_echo__text.json"))
         page_body = await post(live, fixture("message__text.json"))  # object "page" on the IG route
-        await wait_idle(db)
+        await live.idle()
 
         assert [r.json() for r in (response, text, echo)] == [
             {"ok": True, "stored": 1},

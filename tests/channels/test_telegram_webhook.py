@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.platform.store.schema import Message, Receipt
-from harness import count, receipts, wait_idle
+from harness import count, receipts
 
 ACCOUNT = "tg-inkwell-01"
 SECRET = "s3cret-Token_value"
@@ -54,7 +54,7 @@ async def test_a_text_message_is_answered_with_send_message(db, tmp_path):
     async with telegram(db, tmp_path) as live:
         response = await post(live, "message__text.json")
         assert (response.status_code, response.json()) == (200, {"ok": True, "stored": 1})
-        await wait_idle(db)
+        await live.idle()
 
         assert outbound(live) == [("sendMessage", {"chat_id": CHAT_ID, "text": "Hello from the shop!"})]
         assert "sendChatAction" in live.platform.endpoints()  # typing while the turn ran
@@ -86,9 +86,9 @@ async def test_an_unknown_account_is_404_and_another_channels_account_too(db, tm
 async def test_a_redelivered_update_stores_nothing_and_sends_nothing_new(db, tmp_path):
     async with telegram(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         again = await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
 
         assert again.json() == {"ok": True, "duplicate": 1}
         assert await count(db, Message, Message.role == "user") == 1
@@ -99,7 +99,7 @@ async def test_a_redelivered_update_stores_nothing_and_sends_nothing_new(db, tmp
 async def test_echoes_and_ignored_updates_get_200_and_nothing_happens(db, tmp_path, name):
     async with telegram(db, tmp_path) as live:
         response = await post(live, name)
-        await wait_idle(db)
+        await live.idle()
 
         assert (response.status_code, response.json()) == (200, {"ok": True, "ignored": 1})
         assert await count(db, Message) == 0
@@ -118,7 +118,7 @@ async def test_a_malformed_update_is_a_4xx_never_a_5xx(db, tmp_path):
 async def test_an_album_of_three_images_is_one_send_media_group_with_the_caption_first(db, tmp_path):
     async with telegram(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         live.platform.calls.clear()
         urls = [f"https://shop.example/p/{i}.png" for i in (1, 2, 3)]
 
@@ -145,7 +145,7 @@ async def test_an_album_of_three_images_is_one_send_media_group_with_the_caption
 async def test_a_failing_image_send_ends_partial_with_the_platforms_error(db, tmp_path):
     async with telegram(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         live.platform.fail_when = lambda call: (
             (400, {"ok": False, "error_code": 400, "description": "Bad Request: wrong type of the web page content"})
             if call.endpoint == "sendPhoto"
@@ -174,7 +174,7 @@ async def test_a_failing_image_send_ends_partial_with_the_platforms_error(db, tm
 async def test_a_long_text_is_split_at_4096_characters_on_a_sentence_boundary(db, tmp_path):
     async with telegram(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         live.platform.calls.clear()
         sentence = "We print flyers, posters and cards every day. "
         block_text = (sentence * 43).strip()  # 1977 characters: fits one block
@@ -205,7 +205,7 @@ async def test_a_photo_is_rehosted_and_shown_to_the_model(db, tmp_path):
         response = await post(live, "message__photo_caption.json")
         (row,) = await live.messages()
         assert (response.json(), row.status, row.content_type) == ({"ok": True, "stored": 1}, "pending", "image")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert row.status == "ready"
@@ -240,7 +240,7 @@ async def test_a_voice_note_is_pending_first_and_the_reply_waits_for_its_transcr
         await post(live, "message__voice.json")
         (row,) = await live.messages()
         assert (row.status, row.content) == ("pending", "[voice note: being transcribed]")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == ("ready", "[voice note] do you print flyers")
@@ -255,7 +255,7 @@ async def test_an_uncertain_voice_note_makes_the_agent_confirm_the_unclear_words
     async with telegram(db, tmp_path, chat=VOICE_CHAT, transcription=unsure) as live:
         live.platform.media[f"files/{VOICE_FILE_ID}"] = (VOICE, "audio/ogg")
         await post(live, "message__voice.json")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert "confirm these words" in row.content
@@ -271,7 +271,7 @@ async def test_a_voice_note_nobody_could_understand_gets_asked_to_be_typed(db, t
     async with telegram(db, tmp_path, chat=never, transcription=failed) as live:
         live.platform.media[f"files/{VOICE_FILE_ID}"] = (VOICE, "audio/ogg")
         await post(live, "message__voice.json")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert row.content == "[voice note that could not be understood]"
@@ -287,7 +287,7 @@ async def test_a_voice_note_that_cannot_be_downloaded_is_resolved_honestly(db, t
             (400, {"ok": False, "description": "Bad Request: file is too big"}) if call.endpoint == "getFile" else None
         )
         await post(live, "message__voice.json")
-        await wait_idle(db, timeout_s=15)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == ("ready", "[voice note: could not be loaded]")
@@ -318,7 +318,7 @@ async def test_an_album_from_the_customer_is_three_rows_and_one_reply(db, tmp_pa
             largest = max(update["message"]["photo"], key=lambda p: p["width"] * p["height"])
             live.platform.media[f"files/{largest['file_id']}"] = (PHOTO + bytes([n]), "image/jpeg")
             assert (await post(live, f"message__album_{n}.json")).json() == {"ok": True, "stored": 1}
-        await wait_idle(db)
+        await live.idle()
 
         rows = await live.messages()
         assert [(r.content_type, r.status, r.meta["media_group_id"]) for r in rows] == [
@@ -333,7 +333,7 @@ async def test_the_bot_token_never_reaches_a_log_line(db, tmp_path, caplog):
     caplog.set_level(logging.INFO)  # DEBUG driver logs print SQL parameters: see the note in docs/channels.md
     async with telegram(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
 
     assert "sendMessage" in caplog.text  # httpx did log the calls
     assert TOKEN not in caplog.text
@@ -375,7 +375,7 @@ async def test_the_same_sender_id_on_another_businesss_bot_never_reaches_this_bu
             content=fixture("message__sticker.json"),
             headers={HEADER: "rival-secret"},
         )
-        await wait_idle(db)
+        await live.idle()
 
         assert (ours.status_code, crossed.status_code, crossed_back.status_code, theirs.status_code) == (
             200,

@@ -20,7 +20,7 @@ from frontdesk.ingestion.preparation import PREPARE_MEDIA
 from frontdesk.output.blocks import ImageGroupBlock, TextBlock
 from frontdesk.output.rendering import DeliveryTarget
 from frontdesk.platform.store.schema import Contact, Conversation, DeliveryPart, Job, Message, Receipt
-from harness import count, receipts, wait_idle
+from harness import count, receipts
 
 FIXTURES = fixtures("whatsapp")
 ACCOUNT = "wa-inkwell-01"
@@ -119,7 +119,7 @@ async def parts(live: Live, receipt_id: int) -> list[DeliveryPart]:
 async def conversation_started(live: Live) -> None:
     """A customer wrote (so a conversation exists) and was answered; the double forgets those calls."""
     await post(live, "message__text.json")
-    await wait_idle(live.runtime.db)
+    await live.idle()
     live.platform.calls.clear()
 
 
@@ -211,7 +211,7 @@ async def test_a_supported_message_is_stored_and_the_request_does_nothing_slow(d
 async def test_ignored_changes_and_unknown_statuses_get_200_and_nothing_happens(db, tmp_path, name):
     async with whatsapp(db, tmp_path) as live:
         response = await post(live, name)
-        await wait_idle(db)
+        await live.idle()
 
         assert (response.status_code, response.json()) == (200, {"ok": True, **IGNORED[name]})
         assert await count(db, Message) == 0
@@ -274,7 +274,7 @@ async def test_the_verification_handshake_echoes_the_challenge_only_for_our_toke
 async def test_a_forged_missing_or_foreign_signature_is_401_and_nothing_is_stored(db, tmp_path, headers):
     async with whatsapp(db, tmp_path) as live:
         response = await post(live, "message__text.json", headers={"Content-Type": "application/json", **headers})
-        await wait_idle(db)
+        await live.idle()
 
         assert (response.status_code, response.json()["error"]["code"]) == (401, "unauthorized")
         assert await count(db, Message) == 0
@@ -298,9 +298,9 @@ async def test_an_unknown_account_or_another_channels_account_is_404(db, tmp_pat
 async def test_a_redelivered_message_stores_nothing_and_sends_nothing_new(db, tmp_path):
     async with whatsapp(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         again = await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
 
         assert again.json() == {"ok": True, "duplicate": 1}
         assert await count(db, Message, Message.role == "user") == 1
@@ -314,7 +314,7 @@ async def test_a_text_message_is_marked_read_with_typing_then_answered(db, tmp_p
     async with whatsapp(db, tmp_path) as live:
         response = await post(live, "message__text.json")
         assert (response.status_code, response.json()) == (200, {"ok": True, "stored": 1})
-        await wait_idle(db)
+        await live.idle()
 
         assert sent(live) == [(MESSAGES, text_message(CUSTOMER, "Hello from the shop!"))]
         read = [c for c in live.platform.calls if c not in live.platform.messages()]
@@ -345,7 +345,7 @@ async def test_a_text_message_is_marked_read_with_typing_then_answered(db, tmp_p
 async def test_a_customer_known_only_by_a_business_scoped_id_is_answered_by_recipient(db, tmp_path):
     async with whatsapp(db, tmp_path) as live:
         await post(live, "message__no_wa_id.json")
-        await wait_idle(db)
+        await live.idle()
 
         bsuid = "US.13491208655302741918"
         assert sent(live) == [(MESSAGES, text_message(bsuid, "Hello from the shop!", recipient=bsuid))]
@@ -357,7 +357,7 @@ async def test_a_batch_of_three_images_is_three_pending_rows_and_one_answer(db, 
             live.platform.media[media_id] = (PHOTO + media_id.encode(), "image/jpeg")
         response = await post(live, "batch__three_images.json")
         assert response.json() == {"ok": True, "stored": 3}
-        await wait_idle(db)
+        await live.idle()
 
         assert [(row[2], row[3], row[4]) for row in await stored(live)] == [
             ("image", "[image] Front, back and the envelope", "ready"),
@@ -489,7 +489,7 @@ async def test_a_failed_status_for_one_of_our_images_turns_the_receipt_partial(d
 async def test_a_failed_status_for_a_one_message_reply_turns_it_failed(db, tmp_path):
     async with whatsapp(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         (receipt,) = await receipts(db)
 
         await post(live, status_of(wamid(1), "failed"))
@@ -501,7 +501,7 @@ async def test_a_failed_status_for_a_one_message_reply_turns_it_failed(db, tmp_p
 async def test_delivered_and_read_only_ever_move_a_part_forward(db, tmp_path):
     async with whatsapp(db, tmp_path) as live:
         await post(live, "message__text.json")
-        await wait_idle(db)
+        await live.idle()
         (receipt,) = await receipts(db)
         seen = []
         for state in ("sent", "read", "delivered", "sent"):  # Meta's callbacks can arrive out of order
@@ -531,7 +531,7 @@ async def test_a_photo_is_fetched_by_id_with_the_bearer_token_and_rehosted(db, t
     async with whatsapp(db, tmp_path) as live:
         live.platform.media[IMAGE_ID] = (PHOTO, "image/jpeg")
         response = await post(live, "message__image_caption.json")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == ("ready", "[image] Can you print this logo on 200 mugs?")
@@ -563,7 +563,7 @@ async def test_a_voice_note_is_transcribed_and_the_reply_waits_for_the_transcrip
         response = await post(live, "message__voice.json")
         (row,) = await live.messages()
         assert (row.status, row.content) == ("pending", "[voice note: being transcribed]")
-        await wait_idle(db)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == ("ready", "[voice note] do you print flyers")
@@ -582,7 +582,7 @@ async def test_a_download_url_that_is_not_https_never_gets_the_token(db, tmp_pat
         live.platform.media[IMAGE_ID] = (PHOTO, "image/jpeg")
         live.platform.download_base = "http://cdn.example.invalid"
         await post(live, "message__image_caption.json")
-        await wait_idle(db, timeout_s=15)
+        await live.idle()
 
         (row,) = await live.messages()
         assert (row.status, row.content) == (

@@ -41,7 +41,7 @@ from frontdesk.platform.media import LocalMediaStore
 from frontdesk.platform.media_s3 import S3MediaStore
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
-from harness import FAST, make_runtime, reply, wait_idle
+from harness import FAST, make_runtime, reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"pixels" * 20
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("/console/").then(r => r.text())</script></svg>'
@@ -109,7 +109,7 @@ async def test_a_telegram_document_that_is_active_content_is_stored_and_served_o
             headers={"Content-Type": "application/json", "X-Telegram-Bot-Api-Secret-Token": SECRET},
         )
         assert posted.status_code == 200
-        await wait_idle(db)
+        await live.idle()
         meta = (await live.messages())[0].meta
         response = await _fetch_signed(live, meta["media_key"])
 

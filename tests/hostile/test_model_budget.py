@@ -29,7 +29,7 @@ from frontdesk.platform.store.schema import Notification, Task
 from frontdesk.platform.store.schema_notifications import NotificationEvent
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
-from harness import FAST, message, replies, wait_idle
+from harness import FAST, message, replies
 
 ANSWER = "Hello! What would you like to print?"
 
@@ -62,11 +62,7 @@ async def shop(db: Any, model: CountingModel, **settings: Any) -> AsyncIterator[
         clock=clock,
     )
     accounts = await seed_demo(db, clock, runtime.channel_deps.media)
-    runtime.runner.start()
-    try:
-        yield runtime, accounts.webchat_id, clock
-    finally:
-        await runtime.runner.stop()
+    yield runtime, accounts.webchat_id, clock
 
 
 async def customers_write(runtime: Runtime, account: str, sessions: list[str], text: str) -> list[str]:
@@ -97,7 +93,7 @@ async def test_past_the_hourly_budget_the_model_is_not_asked_and_the_owner_is_to
         )
         sessions = [f"flood-session-{n:04d}-abcdef" for n in range(8)]
         conversations = await customers_write(runtime, account, sessions, "how much are business cards?")
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
 
         assert model.requests == 3  # before the budget: 8, one per customer, each billed
         replies = await replies_by_conversation(db)
@@ -119,7 +115,7 @@ async def test_past_the_hourly_budget_the_model_is_not_asked_and_the_owner_is_to
         # The next hour, the same customers are answered by the model again.
         clock.offset += timedelta(hours=1)
         await customers_write(runtime, account, [sessions[n] for n in range(5)], "and flyers?")
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
         assert model.requests == 6  # three more, then the new hour's budget is spent too
         async with db.read() as session:
             kinds = list(await session.scalars(select(Notification.kind)))
@@ -130,7 +126,7 @@ async def test_a_turn_the_model_failed_is_not_charged_and_its_retry_is_answered(
     model = CountingModel(failing=1)
     async with shop(db, model, model_turns_per_hour=1, model_turns_per_day=1) as (runtime, account, _):
         [conversation] = await customers_write(runtime, account, ["retry-session-0001-abcd"], "hello there")
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
     assert model.requests == 2  # a 503, then the retry's answer
     assert (await replies_by_conversation(db))[conversation] == [ANSWER]  # not the budget's hold
 

@@ -5,28 +5,17 @@ it lands after that turn or while the turn is being written. Never silence, neve
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 
 from pydantic_ai import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
 from frontdesk.humans import hand_off
+from frontdesk.platform.clock import ManualClock
 from frontdesk.platform.store.schema import Message
-from frontdesk.runtime import Runtime
-from harness import make_runtime, message, reply, reply_texts, traces, wait_idle
+from harness import make_runtime, message, reply, reply_texts, traces
 
 ECHO = {"name": "echo", "default": [reply("got: {user_text}")]}
 PLACEHOLDER = "[voice note: being transcribed]"
 TRANSCRIPT = "[voice note] a quote for 500 cards please"
-
-
-@contextlib.asynccontextmanager
-async def workers_running(runtime: Runtime) -> AsyncIterator[None]:
-    runtime.runner.start()
-    try:
-        yield
-    finally:
-        await runtime.runner.stop()
 
 
 def voice_note(account: str):
@@ -41,16 +30,15 @@ async def stored(db, message_id: int) -> Message:
 
 
 async def test_a_transcript_after_the_gate_gave_up_is_answered_in_a_turn_of_its_own(db):
-    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.3)
-    async with workers_running(runtime):
-        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
-        await wait_idle(db, timeout_s=5)
-        assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]  # the gate waited, then went on
+    runtime, accounts = await make_runtime(db, ECHO, clock=ManualClock(), quiet_window_s=0, media_ready_timeout_s=0.3)
+    pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+    await runtime.runner.run_until_idle()
+    assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]  # the gate waited, then went on
 
-        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
-        await wait_idle(db, timeout_s=5)
-        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # a re-run of the media job
-        await wait_idle(db, timeout_s=5)
+    await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
+    await runtime.runner.run_until_idle()
+    await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # a re-run of the media job
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == [f"got: {PLACEHOLDER}", f"got: {TRANSCRIPT}"]
     first, second = await traces(db)
@@ -76,13 +64,15 @@ async def test_a_transcript_that_lands_while_its_placeholder_is_answered_gets_th
             answer = f"answer {len(seen)}"
             return ModelResponse(parts=[ToolCallPart("reply", {"blocks": [{"type": "text", "text": answer}]})])
 
-    runtime, accounts = await make_runtime(db, Gated(), quiet_window_s=0, media_ready_timeout_s=0.3)
-    async with workers_running(runtime):
-        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
-        await asyncio.wait_for(writing.wait(), timeout=5)
-        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # committed before the turn's reply
-        finish.set()
-        await wait_idle(db, timeout_s=5)
+    runtime, accounts = await make_runtime(
+        db, Gated(), clock=ManualClock(), quiet_window_s=0, media_ready_timeout_s=0.3
+    )
+    pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+    jobs = asyncio.create_task(runtime.runner.run_until_idle())
+    await writing.wait()
+    await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # committed before the turn's reply
+    finish.set()
+    await jobs
 
     # The second turn reads the transcript (its own earlier answer is history; the placeholder is not).
     assert seen == [[PLACEHOLDER], [TRANSCRIPT]]
@@ -93,17 +83,16 @@ async def test_a_transcript_that_lands_while_its_placeholder_is_answered_gets_th
 
 
 async def test_a_late_transcript_in_a_thread_a_person_has_taken_is_left_to_them(db):
-    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0, media_ready_timeout_s=0.3)
-    async with workers_running(runtime):
-        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
-        await wait_idle(db, timeout_s=5)
-        async with db.transaction() as session:  # e.g. the customer asked for a person meanwhile
-            await hand_off(
-                session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
-                reason="asked for a person", run_key="r1", now=runtime.clock.now(),
-            )  # fmt: skip
-        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
-        await wait_idle(db, timeout_s=5)
+    runtime, accounts = await make_runtime(db, ECHO, clock=ManualClock(), quiet_window_s=0, media_ready_timeout_s=0.3)
+    pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+    await runtime.runner.run_until_idle()
+    async with db.transaction() as session:  # e.g. the customer asked for a person meanwhile
+        await hand_off(
+            session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
+            reason="asked for a person", run_key="r1", now=runtime.clock.now(),
+        )  # fmt: skip
+    await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]  # no courtesy reply over the operator
     (first,) = await traces(db)
@@ -114,17 +103,16 @@ async def test_a_late_transcript_in_a_thread_a_person_has_taken_is_left_to_them(
 async def test_late_media_reopened_and_then_handed_off_gets_no_courtesy_reply(db):
     """A hand-off after the media was opened again but before its turn ran: the customer had an
     answer to the placeholder already, so the person's thread gets no courtesy reply on top."""
-    runtime, accounts = await make_runtime(db, ECHO, quiet_window_s=0.5, media_ready_timeout_s=0.3)
-    async with workers_running(runtime):
-        pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
-        await wait_idle(db, timeout_s=5)
-        await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # its turn waits out the window
-        async with db.transaction() as session:
-            await hand_off(
-                session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
-                reason="asked for a person", run_key="r2", now=runtime.clock.now(),
-            )  # fmt: skip
-        await wait_idle(db, timeout_s=5)
+    runtime, accounts = await make_runtime(db, ECHO, clock=ManualClock(), quiet_window_s=0.5, media_ready_timeout_s=0.3)
+    pending = await runtime.ingestor.ingest(voice_note(accounts.terminal_id))
+    await runtime.runner.run_until_idle()
+    await runtime.ingestor.mark_ready(pending.message_id, TRANSCRIPT)  # its turn waits out the window
+    async with db.transaction() as session:
+        await hand_off(
+            session, tenant_id=accounts.tenant_id, conversation_id=str(pending.conversation_id),
+            reason="asked for a person", run_key="r2", now=runtime.clock.now(),
+        )  # fmt: skip
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == [f"got: {PLACEHOLDER}"]
     row = await stored(db, pending.message_id)

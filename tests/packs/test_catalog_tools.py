@@ -20,7 +20,7 @@ from frontdesk.packs import PackDeps
 from frontdesk.packs.catalog import PACK
 from frontdesk.platform.store.schema import Contact, Conversation, Notification, Task
 from frontdesk.runtime import Runtime
-from harness import count, make_runtime, message, replies, reply, reply_texts, traces, wait_idle
+from harness import count, make_runtime, message, replies, reply, reply_texts, traces
 
 MEDIA = "http://media.test/p"
 PUBLIC = "http://frontdesk.test"
@@ -288,12 +288,8 @@ SEARCH_AND_QUOTE = {
 )
 async def test_customer_asking_in_their_language_is_quoted_the_catalog_price(db, text, language):
     runtime, accounts = await make_runtime(db, SEARCH_AND_QUOTE)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, text))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, text))
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == [f"Business cards: {CARDS_PRICE}"]
     (trace,) = await traces(db)
@@ -311,13 +307,9 @@ async def test_lead_without_phone_or_email_never_runs_and_the_model_is_told_to_a
         ],
     }
     runtime, accounts = await make_runtime(db, script)
-    runtime.runner.start()
-    try:
-        text = "I'd like to order 500 business cards, I'm Ana, ana@example.com"
-        await runtime.ingestor.ingest(message(accounts.webchat_id, text))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    text = "I'd like to order 500 business cards, I'm Ana, ana@example.com"
+    await runtime.ingestor.ingest(message(accounts.webchat_id, text))
+    await runtime.runner.run_until_idle()
 
     (trace,) = await traces(db)
     assert "capture_lead" in trace.tools_offered
@@ -361,12 +353,8 @@ PHOTOS = {
 
 async def test_photo_urls_a_tool_returns_are_served_by_the_app(db):
     runtime, accounts = await make_runtime(db, PHOTOS, public_url=PUBLIC)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "Can I see photos of your business cards?"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "Can I see photos of your business cards?"))
+    await runtime.runner.run_until_idle()
     (sent,) = await replies(db)
     (block,) = blocks_adapter.validate_json(sent.content)
     urls = [str(u) for u in block.urls]

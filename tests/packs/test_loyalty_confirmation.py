@@ -11,7 +11,7 @@ from frontdesk.capabilities.confirmation import CANCEL_TOOL, CONFIRM_TOOL, PENDI
 from frontdesk.capabilities.mcp import McpToolSource
 from frontdesk.platform.ids import ConversationId
 from frontdesk.workflows import WorkflowStore
-from harness import message, traces, wait_idle
+from harness import message, traces
 
 MEMBER = "mem_0012"
 
@@ -52,13 +52,12 @@ async def balance(server: Any) -> int:
 
 async def converse(db: Any, server: Any, *texts: str) -> tuple[Any, str]:
     runtime = await loyalty_runtime(db, script(500), server)
-    runtime.runner.start()
     conversation = ""
     try:
         for number, text in enumerate(texts):
             ingested = await runtime.ingestor.ingest(message("acme-chat", text, msg_id=f"m{number}"))
             conversation = ingested.conversation_id
-            await wait_idle(db)
+            await runtime.runner.run_until_idle()
     finally:
         await runtime.close()
     return runtime, conversation

@@ -8,7 +8,7 @@ from loyalty_client import loyalty_runtime
 from frontdesk.packs.loyalty.server import build_server
 from frontdesk.platform.ids import ConversationId
 from frontdesk.workflows import WorkflowStore
-from harness import message, traces, wait_idle
+from harness import message, traces
 
 
 def script(campaign: str) -> dict:
@@ -45,14 +45,13 @@ async def test_a_rule_flow_turn_by_turn_sees_only_its_steps_tools(db, tmp_path):
     campaign = next(c["id"] for c in campaigns if c["status"] in ("draft", "active", "paused"))
 
     runtime = await loyalty_runtime(db, script(campaign), server)
-    runtime.runner.start()
     try:
         first = await runtime.ingestor.ingest(message("acme-chat", "Create a new rule for the coffee campaign"))
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
         await runtime.ingestor.ingest(message("acme-chat", "Use points per amount"))
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
         await runtime.ingestor.ingest(message("acme-chat", "2 points for every 10,000 VND"))
-        await wait_idle(db)
+        await runtime.runner.run_until_idle()
     finally:
         await runtime.close()
 

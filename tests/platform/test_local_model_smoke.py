@@ -24,7 +24,7 @@ from frontdesk.platform.store.migrate import upgrade
 from frontdesk.platform.store.schema import Message, Receipt, TurnTrace
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
-from harness import FAST, message, wait_idle
+from harness import FAST, message
 
 MESSAGES = ("Hi there!", "How much do 500 business cards cost?", "Can I talk to a real person please?")
 
@@ -49,11 +49,9 @@ async def test_three_print_shop_turns_through_the_local_model_ship_verified_payl
     client = runtime.chat_client
     assert isinstance(client, LocalModelClient)
     accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
-    runtime.runner.start()
     for index, text in enumerate(MESSAGES):
         await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=f"smoke-{index}"))
-        await wait_idle(runtime.db, timeout_s=400)
-    await runtime.runner.stop()
+        await runtime.runner.run_until_idle()
 
     async with runtime.db.transaction() as session:
         traces = list(await session.scalars(select(TurnTrace).order_by(TurnTrace.id)))

@@ -47,7 +47,7 @@ from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.turn import Turn, TurnMessage
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
-from harness import FAST, message, wait_idle
+from harness import FAST, message
 
 KEY_ID = "AKIAFRONTDESKTEST01"
 SECRET = "fd-test-secret-0123456789abcdefghijklmnop"
@@ -316,7 +316,7 @@ async def test_an_inbound_photo_lands_in_the_tenants_prefix_and_the_agent_sees_i
             content=read_fixture("telegram", "message__photo_caption.json"),
             headers={"Content-Type": "application/json", "X-Telegram-Bot-Api-Secret-Token": webhook_secret},
         )
-        await wait_idle(db)
+        await live.idle()
         (row,) = await live.messages()
         replies = [c.body for c in live.platform.sent("sendChatAction", "getFile") if c.method == "POST"]
 

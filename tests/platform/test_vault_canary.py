@@ -32,7 +32,6 @@ from snapshot import read_fixture
 
 from frontdesk.cli_vault import vault_app
 from frontdesk.platform.store.schema import Base, ChannelAccount
-from harness import wait_idle
 
 KEY = base64.b64encode(bytes(range(7, 39))).decode()
 MARK = "c4n4ry"  # every canary carries it; nothing else in the suite does
@@ -100,7 +99,7 @@ async def test_a_telegram_webhook_checks_its_secret_from_the_vault(db, tmp_path)
         header = "X-Telegram-Bot-Api-Secret-Token"
         forged = await live.http.post(url, content=raw, headers={header: "not-the-secret"})
         ok = await live.http.post(url, content=raw, headers={header: TG_SECRET})
-        await wait_idle(db)
+        await live.idle()
 
         assert forged.status_code == 401
         assert (ok.status_code, ok.json()) == (200, {"ok": True, "stored": 1})
@@ -114,7 +113,7 @@ async def test_a_whatsapp_webhook_checks_its_signature_with_the_sealed_app_secre
         url = "/webhooks/whatsapp/wa-vault-0001"
         forged = await live.http.post(url, content=raw, headers=meta_signed(raw, "another-apps-secret"))
         ok = await live.http.post(url, content=raw, headers=meta_signed(raw, WA_APP_SECRET))
-        await wait_idle(db)
+        await live.idle()
 
         assert (forged.status_code, ok.status_code) == (401, 200)
         sent = [c.headers["authorization"] for c in live.platform.calls if c.path.endswith("/messages")]
@@ -198,7 +197,7 @@ async def test_a_canary_secret_appears_in_no_response_page_log_trace_or_cli_outp
                 keep(await live.http.post(url, content=raw, headers=headers))
             keep(await live.http.post("/webhooks/telegram/tg-vault-0001", content=b"{not json", headers={
                 "X-Telegram-Bot-Api-Secret-Token": TG_SECRET}))  # fmt: skip
-            await wait_idle(db)
+            await live.idle()
             for path in ("/healthz", "/openapi.json", "/docs", "/webchat/demo-webchat", "/webhooks/telegram/nope"):
                 keep(await live.http.get(path))
             assert live.platform.sent("sendChatAction")  # a reply went out with the sealed token
@@ -216,7 +215,7 @@ async def test_a_canary_secret_appears_in_no_response_page_log_trace_or_cli_outp
                         "/webhooks/whatsapp/wa-vault-0001", content=raw, headers=meta_signed(raw, secret)
                     )
                 )
-            await wait_idle(db)
+            await live.idle()
             assert any(c.path.endswith("/messages") for c in live.platform.calls)  # sent with the sealed token
 
     from frontdesk.cli import app as frontdesk_app

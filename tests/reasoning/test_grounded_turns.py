@@ -24,7 +24,6 @@ from harness import (
     reply,
     reply_texts,
     traces,
-    wait_idle,
 )
 
 PUBLIC = "http://frontdesk.test"
@@ -98,12 +97,8 @@ async def test_prefix_hash_is_stable_across_turns_and_conversations_until_the_po
     async with db.transaction() as session:
         await session.execute(update(Tenant).values(policy={"tone": "Very formal. Always say sir or madam."}))
     runtime, accounts = await make_runtime(db, ECHO)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "hello again", session="alice"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "hello again", session="alice"))
+    await runtime.runner.run_until_idle()
 
     hashes = [t.prefix_hash for t in await traces(db)]
     assert hashes[:3] == [before] * 3

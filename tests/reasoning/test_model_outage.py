@@ -62,7 +62,7 @@ def telegram(db: Any, tmp_path: Any, chat: PydanticAIClient, **settings: Any) ->
         account_id=ACCOUNT,
         webhook_secret=SECRET,
         chat=chat,
-        **{"job_backoff_s": 0.05, "job_max_attempts": 3, "metrics_token": METRICS_TOKEN, **settings},
+        **{"job_backoff_s": 0.05, "job_max_attempts": 3, "metrics_token": METRICS_TOKEN, "workers": 2, **settings},
     )
 
 

@@ -11,7 +11,7 @@ from frontdesk.business.store import Actor
 from frontdesk.demo import DEMO_TENANT
 from frontdesk.packs.catalog import FALLBACK_TEXTS, OUTCOME_TEXTS
 from frontdesk.platform.store.schema import Notification, Task
-from harness import converse, make_runtime, message, reply_texts, wait_idle
+from harness import converse, make_runtime, message, reply_texts
 
 INVENTED = {"reply": {"blocks": [{"type": "text", "text": "We're open until 9 tonight, and it's 20% off!"}]}}
 LIES = {"name": "lies", "default": [INVENTED]}  # the hinted retry lies again: the hold ships
@@ -45,16 +45,12 @@ async def test_a_hold_opens_one_task_per_conversation_with_the_draft_and_the_rea
 
 async def test_a_closed_hold_task_lets_the_next_hold_open_a_new_one(db):
     runtime, accounts = await make_runtime(db, LIES)
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "open late?"))
-        await wait_idle(db)
-        async with db.transaction() as session:
-            await session.execute(update(Task).where(Task.kind == "needs_reply").values(status="done"))
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "and tomorrow?"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "open late?"))
+    await runtime.runner.run_until_idle()
+    async with db.transaction() as session:
+        await session.execute(update(Task).where(Task.kind == "needs_reply").values(status="done"))
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "and tomorrow?"))
+    await runtime.runner.run_until_idle()
 
     assert [t.status for t in await hold_tasks(db)] == ["done", "open"]
     assert len(await needs_reply_notifications(db)) == 2
@@ -67,12 +63,8 @@ async def test_the_owner_writes_the_hold_message(db):
     assert profile is not None
     owner_words = "Thanks! Our printer Sam will answer you within the hour."
     await store.save_profile(DEMO_TENANT, profile.model_copy(update={"hold_message": {"en": owner_words}}), Actor())
-    runtime.runner.start()
-    try:
-        await runtime.ingestor.ingest(message(accounts.webchat_id, "open late?"))
-        await wait_idle(db)
-    finally:
-        await runtime.runner.stop()
+    await runtime.ingestor.ingest(message(accounts.webchat_id, "open late?"))
+    await runtime.runner.run_until_idle()
 
     assert await reply_texts(db) == [owner_words]
 
