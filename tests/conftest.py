@@ -100,7 +100,12 @@ def postgres_database() -> Iterator[str | None]:
 def database_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path, postgres_database: str | None
 ) -> str:
-    if request.param == "sqlite":
+    return backend_url(request.param, tmp_path, sqlite_template, postgres_database)
+
+
+def backend_url(backend: str, tmp_path: Path, sqlite_template: Path, postgres_database: str | None) -> str:
+    """A test's own SQLite file (a copy of the migrated template), or the session's PostgreSQL database."""
+    if backend == "sqlite":
         path = tmp_path / "frontdesk.db"
         shutil.copy(sqlite_template, path)
         return f"sqlite+aiosqlite:///{path}"

@@ -3,8 +3,6 @@ no sleeps. The same behaviours on SQLite and PostgreSQL, end to end, are ``test_
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from turn_kit import HOLD_TEXT, TurnKit
 
@@ -39,12 +37,8 @@ async def test_a_burst_gets_one_reply_once_the_conversation_is_quiet() -> None:
 
 async def test_messages_sent_while_a_reply_is_written_get_exactly_one_more_reply_that_sees_the_first() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "first")
-    kit.clock.advance(1)
-    release = kit.responder.hold()
-    turns = asyncio.create_task(kit.assembler.process(conversation, "worker-a"))
-    await kit.responder.asked.wait()
+    conversation = kit.quiet_conversation("first")
+    turns, release = await kit.turn_held(conversation)
     kit.store.receive(conversation, "second")
     kit.store.receive(conversation, "third")
     kit.clock.advance(1)  # quiet again by the time the first reply is out
@@ -62,12 +56,8 @@ async def test_messages_sent_while_a_reply_is_written_get_exactly_one_more_reply
 
 async def test_a_second_worker_finds_the_lease_held_and_leaves_the_rows_to_the_first() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "hi")
-    kit.clock.advance(1)
-    release = kit.responder.hold()
-    first = asyncio.create_task(kit.assembler.process(conversation, "worker-a"))
-    await kit.responder.asked.wait()
+    conversation = kit.quiet_conversation("hi")
+    first, release = await kit.turn_held(conversation)
 
     assert await kit.assembler.process(conversation, "worker-b") == 0
     release.set()
@@ -77,12 +67,8 @@ async def test_a_second_worker_finds_the_lease_held_and_leaves_the_rows_to_the_f
 
 async def test_a_holder_whose_lease_ran_out_and_was_taken_over_sends_nothing_and_the_new_holder_answers_once() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "anyone there?")
-    kit.clock.advance(1)
-    release = kit.responder.hold()
-    stalled = asyncio.create_task(kit.assembler.process(conversation, "worker-a"))
-    await kit.responder.asked.wait()
+    conversation = kit.quiet_conversation("anyone there?")
+    stalled, release = await kit.turn_held(conversation)
     kit.clock.advance(kit.store.lease_ttl_s + 1)  # worker a stalled past its lease
     kit.responder.release = None
     assert await kit.assembler.process(conversation, "worker-b") == 1
@@ -95,12 +81,8 @@ async def test_a_holder_whose_lease_ran_out_and_was_taken_over_sends_nothing_and
 
 async def test_a_thread_taken_over_by_a_person_while_the_reply_was_written_gets_no_reply() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "I want to talk to someone")
-    kit.clock.advance(1)
-    release = kit.responder.hold()
-    turn = asyncio.create_task(kit.assembler.process(conversation, "worker-a"))
-    await kit.responder.asked.wait()
+    conversation = kit.quiet_conversation("I want to talk to someone")
+    turn, release = await kit.turn_held(conversation)
     kit.store.take_over(conversation)
     release.set()
 
@@ -141,9 +123,7 @@ async def test_messages_whose_turn_handed_the_thread_over_but_never_replied_get_
 
 async def test_a_model_outage_is_retried_by_the_job_and_the_last_attempt_sends_the_hold_message() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "price of 500 cards?")
-    kit.clock.advance(1)
+    conversation = kit.quiet_conversation("price of 500 cards?")
     kit.responder.outages = 2
 
     with pytest.raises(RetryLater):
@@ -162,9 +142,7 @@ async def test_a_model_outage_is_retried_by_the_job_and_the_last_attempt_sends_t
 
 async def test_a_responder_that_fails_still_leaves_the_customer_the_hold_message() -> None:
     kit = TurnKit()
-    conversation = kit.store.open_conversation()
-    kit.store.receive(conversation, "hello")
-    kit.clock.advance(1)
+    conversation = kit.quiet_conversation("hello")
     kit.responder.fail_with = RuntimeError("a tool's bug")
 
     assert await kit.assembler.process(conversation, "worker-a") == 1
@@ -195,9 +173,7 @@ async def test_media_that_lands_after_the_wait_gave_up_gets_a_turn_of_its_own() 
     conversation = kit.store.open_conversation()
     photo = kit.store.receive(conversation, "[photo]", pending=True)
     kit.clock.advance(kit.quiet.media_ready_timeout_s + 1)  # the wait gave up: answered as its placeholder
-    release = kit.responder.hold()
-    turn = asyncio.create_task(kit.assembler.process(conversation, "worker-a"))
-    await kit.responder.asked.wait()
+    turn, release = await kit.turn_held(conversation)
     kit.store.media_ready(photo)  # lands while the placeholder's reply is written
     kit.clock.advance(1)
     release.set()

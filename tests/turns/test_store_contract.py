@@ -3,7 +3,6 @@ rules as the database's, on SQLite and PostgreSQL. Each test runs on all three."
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any, Protocol
 import pytest
 from sqlalchemy import update
 
-from conftest import BACKENDS, opened_database
+from conftest import BACKENDS, backend_url, opened_database
 from frontdesk.ingestion.quiet_window import Defer, Ready
 from frontdesk.output.blocks import text_blocks
 from frontdesk.platform.clock import ManualClock
@@ -106,12 +105,7 @@ def database_url(
     """The store under test: in memory, or the database (the shared ``db`` fixture's)."""
     if request.param == "memory":
         return "memory"
-    if request.param == "sqlite":
-        path = tmp_path / "frontdesk.db"
-        shutil.copy(sqlite_template, path)
-        return f"sqlite+aiosqlite:///{path}"
-    assert postgres_database is not None
-    return postgres_database
+    return backend_url(request.param, tmp_path, sqlite_template, postgres_database)
 
 
 @pytest.fixture

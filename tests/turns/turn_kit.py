@@ -80,5 +80,21 @@ class TurnKit:
         self.typing = NoTyping()
         self.assembler = TurnAssembler(self.store, self.clock, self.responder, self.typing, self.quiet)
 
+    def quiet_conversation(self, text: str) -> str:
+        """A new conversation whose customer wrote ``text`` a second ago: ready for a turn."""
+        conversation = self.store.open_conversation()
+        self.store.receive(conversation, text)
+        self.clock.advance(1)
+        return conversation
+
+    async def turn_held(self, conversation: str, worker: str = "worker-a") -> tuple[asyncio.Task[int], asyncio.Event]:
+        """Start ``worker``'s job on the conversation and return once its responder is writing,
+        held there until the returned event is set. The task's result is how many turns it ran."""
+        release = self.responder.hold()
+        self.responder.asked.clear()
+        task = asyncio.create_task(self.assembler.process(conversation, worker))
+        await self.responder.asked.wait()
+        return task, release
+
     def texts(self) -> list[str]:
         return [sent.text for sent in self.store.sent]
