@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from frontdesk.capabilities.policy import RoutingDecision
+from frontdesk.verification.contacts import contact_values
 
-_PHONE = re.compile(r"(?<![\d$])\+?\d[\d\s().-]{5,}\d(?![\d])")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
 # Letters only Vietnamese uses (not the â/ê/ô French and Portuguese share), and Spanish cues.
 VIETNAMESE_LETTERS = re.compile(r"[ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
@@ -41,13 +41,6 @@ _ENGLISH_WORDS = re.compile(
     re.IGNORECASE,
 )
 LANGUAGES = ("en", "es", "vi")
-
-
-def _is_phone(candidate: str) -> bool:
-    """At least 7 digits, and not a quantity range such as "500-1000"."""
-    if sum(c.isdigit() for c in candidate) < 7:
-        return False
-    return not re.fullmatch(r"\d{1,5}\s?[-\u2013]\s?\d{1,5}", candidate.strip())
 
 
 def _two_or_more(words: list[str]) -> int:
@@ -101,7 +94,8 @@ class Router:
                 if pattern.search(words):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
-        if any(_is_phone(m.group(0)) for m in _PHONE.finditer(text)) or _EMAIL.search(text):
+        # The gate's reading of phone numbers and e-mails: not quantities, amounts, dates or orders.
+        if contact_values(text):
             hits.add("contact_info")
         if self._items is not None and self._items.search(text):
             hits.add("item_mentioned")

@@ -4,6 +4,9 @@ returned it or the customer gave it (their own number, repeated back).
 
 Phone numbers are compared by their digits, and a number written with its country code matches
 the same number without it, and a trunk zero is dropped ("+84 903 123 456" and "0903 123 456").
+
+The same reading finds the contact details in a customer's message for the router (whether a lead
+can be saved), so the two can never disagree on what a phone number is.
 """
 
 from __future__ import annotations
@@ -14,9 +17,25 @@ from dataclasses import dataclass
 
 from frontdesk.verification.money import money_values
 
-_PHONE = re.compile(r"(?<![\w$.,/#])\+?\d[\d\s().-]{5,}\d(?!\w)")
+# A digit, then digits with at most two separators between them ("(212) 555-0199", "+84 912.345.678"):
+# "0912 345 678 - 500 cards" is a number and a quantity. Not inside a word, an amount ("$", "1,5"),
+# a reference ("#") or a decimal; after a label's dot or slash it is ("tel.0912 345 678").
+_PHONE = re.compile(r"(?<![\w$#])(?<!\d[.,/])\+?\d(?:[\s().\-\u2013]{0,2}\d){5,}(?!\w)")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE)
-_RANGE = re.compile(r"\d{1,5}\s?[-\u2013]\s?\d{1,5}")
+_RANGE = re.compile(r"(\d{1,5})\s{0,2}[-\u2013]\s{0,2}(\d{1,5})")
+# Words that introduce a phone number: what follows them is one even when it looks like a
+# quantity range ("call me at 555-1234"). Vietnamese "số" alone is not one ("số lượng": quantity).
+_PHONE_CUES = re.compile(
+    r"\b(?:phone|tel|call|ring|whats\s?app|cell|mobile|tel[eé]fono|ll[aá]m(?:a|e|ame)|m[oó]vil|celular|"
+    r"s[đd]t|đt|điện thoại|dien thoai|gọi|goi|zalo|liên hệ|lien he)\b\W{0,3}(?:\w+\W{1,3}){0,2}$",
+    re.IGNORECASE,
+)
+# Numbers that name an order, an invoice or a parcel, not a person: blanked like dates.
+_REFERENCES = re.compile(
+    r"\b(?:order|ref(?:erence)?|invoice|tracking|pedido|factura|referencia|"
+    r"mã đơn|ma don|đơn hàng|don hang|mã vận đơn|ma van don)\.?\s*(?:no\.?|number|n[º°o]\.?|#|:)?\s*#?[\w-]*\d[\w-]*",
+    re.IGNORECASE,
+)
 # Digits that are not a phone number, blanked out before phone numbers are looked for: links,
 # dates and times ("2026-12-02 14:00", "9.00-17.00"), and amounts grouped in thousands
 # ("1.000.000 VND", "2,500,000"). Amounts with a currency go through ``money_values`` too, so
@@ -24,9 +43,9 @@ _RANGE = re.compile(r"\d{1,5}\s?[-\u2013]\s?\d{1,5}")
 _NOT_PHONES = re.compile(
     r"https?://\S+"
     r"|\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?"
-    r"|\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b"
-    r"|\b\d{1,2}[:.h]\d{2}\b"
-    r"|\b\d{1,3}(?:([.,])\d{3})(?:\1\d{3})+(?!\d)",
+    r"|(?<!\d[./-])\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b(?![./-]\d)"
+    r"|(?<!\d[.:])\b\d{1,2}[:.h]\d{2}\b(?![.:]\d)"
+    r"|(?<!\+)(?<!\d[.,])\b\d{1,3}(?:([.,])\d{3})(?:\1\d{3})+(?![.,]?\d)",
     re.IGNORECASE,
 )
 MIN_PHONE_DIGITS = 7
@@ -45,14 +64,26 @@ def contact_values(text: str) -> list[ContactValue]:
     rest = _EMAIL.sub(" ", text)
     for money in money_values(rest):
         rest = rest.replace(money.written, " ")
-    rest = _NOT_PHONES.sub(" ", rest)
+    rest = _REFERENCES.sub(" ", _NOT_PHONES.sub(" ", rest))
     for match in _PHONE.finditer(rest):
         written = match.group(0).strip()
         digits = re.sub(r"\D", "", written)
-        if len(digits) < MIN_PHONE_DIGITS or _RANGE.fullmatch(written):
+        if len(digits) < MIN_PHONE_DIGITS or _quantity_range(written, rest[: match.start()]):
             continue
         found.append(ContactValue("phone", written, digits))
     return found
+
+
+def _quantity_range(written: str, before: str) -> bool:
+    """ "500-1000" is how many, "555-0100" and "call me at 555-1234" whom to call. A quantity
+    never starts with a zero, and a range's ends are round and rising."""
+    shape = _RANGE.fullmatch(written)
+    if shape is None or _PHONE_CUES.search(before):
+        return False
+    low, high = shape.groups()
+    if high.startswith("0"):
+        return False
+    return int(high) > int(low) and int(low) % 5 == 0 and int(high) % 5 == 0
 
 
 def keys_of(texts: Iterable[str]) -> set[str]:
