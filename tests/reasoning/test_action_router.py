@@ -397,3 +397,60 @@ def test_an_answer_to_the_flow_that_mentions_another_domain_continues_the_flow(r
     assert (answer.intent, answer.side_query, answer.domains) == ("continue", False, frozenset({"rule"}))
     assert question.side_query
     assert "voucher" in question.domains
+
+
+# -- several changes in one message
+
+PAUSE_CAMPAIGN = ("pause", {"campaign"})
+ISSUE_VOUCHER = ("issue", {"member", "voucher"})
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("halt cmp_0021 and then give mem_0530 a voucher", [PAUSE_CAMPAIGN, ISSUE_VOUCHER]),
+        ("turn off rul_0044; switch on rul_0045", [("deactivate", {"rule"}), ("activate", {"rule"})]),
+        (
+            "tạm dừng cmp_0021 rồi tặng voucher cho mem_0530",
+            [("pause", {"campaign"}), ("issue", {"member", "voucher"})],
+        ),
+        ("tam dung cmp_0021 va kich hoat cmp_0022", [("pause", {"campaign"}), ("activate", {"campaign"})]),
+    ],
+)
+def test_each_change_of_a_message_that_asks_for_several_is_routed_on_its_own(router, text, parts):
+    decision = router.route(text, IDLE)
+
+    assert [(p.intent, set(p.domains)) for p in decision.parts] == parts
+    assert [p["intent"] for p in decision.as_json()["parts"]] == [p[0] for p in parts]  # kept in the trace
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "list the campaigns and the rewards",  # one request about two things
+        "create a campaign and activate it",  # the second change names nothing of its own
+        "pause cmp_0021",
+    ],
+)
+def test_a_message_with_one_request_is_not_split(router, text):
+    assert router.route(text, IDLE).parts == ()
+
+
+def test_a_message_with_two_changes_is_offered_each_change_and_not_its_neighbours_writes():
+    policies = {
+        "campaign_pause": ToolPolicy(frozenset({"campaign"}), "update", home="campaign", actions=frozenset({"pause"})),
+        "campaign_create": ToolPolicy(
+            frozenset({"campaign"}), "create", home="campaign", actions=frozenset({"create"})
+        ),
+        "voucher_issue": ToolPolicy(
+            frozenset({"voucher", "member"}), "create", home="voucher", actions=frozenset({"issue"})
+        ),
+        "member_update": ToolPolicy(frozenset({"member"}), "update", home="member", actions=frozenset({"update"})),
+        "member_get": ToolPolicy(frozenset({"member"}), "read", home="member"),
+    }
+    catalog = ToolPolicyCatalog([_tool(n) for n in policies], policies, discovery_domains={"campaign"})
+    pause = RoutingDecision("pause", frozenset({"campaign"}), 0.85, "idle")
+    issue = RoutingDecision("issue", frozenset({"voucher", "member"}), 0.85, "idle")
+    both = RoutingDecision("pause", frozenset({"campaign", "voucher", "member"}), 0.7, "idle", parts=(pause, issue))
+
+    assert catalog.bundle(both).tool_names == ["campaign_pause", "voucher_issue", "member_get"]

@@ -77,9 +77,13 @@ class RoutingDecision:
     side_query: bool = False
     signals: tuple[str, ...] = ()
     language: str = "en"
+    # A message that asks for several changes ("pause cmp_0003 and issue a voucher to mem_0012"):
+    # each request routed on its own. The bundle holds what each part unlocks, so neither change
+    # brings the other's domains' writes along.
+    parts: tuple[RoutingDecision, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        route: dict[str, Any] = {
             "intent": self.intent,
             "domains": sorted(self.domains),
             "confidence": self.confidence,
@@ -88,6 +92,9 @@ class RoutingDecision:
             "signals": list(self.signals),
             "language": self.language,
         }
+        if self.parts:
+            route["parts"] = [{"intent": p.intent, "domains": sorted(p.domains)} for p in self.parts]
+        return route
 
 
 @dataclass(frozen=True)
@@ -232,6 +239,9 @@ class ToolPolicyCatalog:
         return Bundle(tuple(kept), names, trimmed, tool_first=tool_first, first_step=first_step if tool_first else ())
 
     def _candidates(self, decision: RoutingDecision) -> list[tuple[Tool, ToolPolicy]]:
+        if decision.parts:
+            by_part = {t.name: (t, p) for part in decision.parts for t, p in self._candidates(part)}
+            return [by_part[name] for name in self._tools if name in by_part]
         unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
         confirmed = CONFIRMED_SIGNAL in decision.signals
         chosen: list[tuple[Tool, ToolPolicy]] = []

@@ -21,6 +21,7 @@ without diacritics matches the same patterns (``_folding``). Safety is structura
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,14 @@ NEUTRAL = "*"  # the "language" of patterns that belong to none: entity ids, cod
 # A confirmation may restate what it confirms ("yes, create it") but not ask for another change.
 CONFIRMABLE_WRITES = frozenset({"create"})
 _NOTHING_BEFORE = re.compile(r"[\W_]*")
+# Where one request may end and the next begin: "…; …", "…, and then …", "… và …", "… rồi …".
+# A split counts only when two of its clauses each ask for a change on their own (``_several``),
+# so "campaigns and rewards" or "tạo và kích hoạt" never split a single request.
+_CLAUSE_BREAK = re.compile(
+    r"\s*(?:[;\n]|,?\s+(?:and then|and also|and|then|also|plus)\s+|"
+    r",?\s+(?:và|va|rồi|roi|sau đó|sau do|với cả|voi ca|xong)\s+)\s*",
+    re.IGNORECASE,
+)
 
 Patterns = Mapping[str, list[str]]  # language -> regexes
 
@@ -143,10 +152,24 @@ class ActionRouter:
             if reading.cues & {"cancel", "decline"} and reading.asks_nothing_else(own, frozenset()):
                 return reading.decide("cancel", own, 0.9, flow, extra=at_flow)
             # Anything else is a new request; the proposal simply stays unconfirmed.
-            return _idle(reading)
+            return self._several(text, reading, state.preferred_language) or _idle(reading)
         if flow:
             return _in_flow(reading, flow, own, at_flow)
-        return _idle(reading)
+        return self._several(text, reading, state.preferred_language) or _idle(reading)
+
+    def _several(self, text: str, whole: _Reading, preferred: str | None) -> RoutingDecision | None:
+        """A message that asks for two or more changes, each routed on its own clause (the
+        decision's ``parts``); None when it asks for one at most."""
+        if len(whole.writes) + len(whole.reads) < 2:
+            return None
+        clauses = [c for c in _CLAUSE_BREAK.split(unicodedata.normalize("NFC", text)) if c.strip()]
+        if len(clauses) < 2:
+            return None
+        parts = [_idle(self._read(clause, preferred)) for clause in clauses]
+        parts = [p for p in parts if p.intent != "unknown" and p.domains]
+        if sum(p.intent not in READ_ACTIONS for p in parts) < 2:
+            return None
+        return dataclasses.replace(_idle(whole), parts=tuple(parts))
 
     def _read(self, text: str, preferred: str | None) -> _Reading:
         folded = self._reader.unaccented_vietnamese(text)
