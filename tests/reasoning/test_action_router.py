@@ -454,3 +454,47 @@ def test_a_message_with_two_changes_is_offered_each_change_and_not_its_neighbour
     both = RoutingDecision("pause", frozenset({"campaign", "voucher", "member"}), 0.7, "idle", parts=(pause, issue))
 
     assert catalog.bundle(both).tool_names == ["campaign_pause", "voucher_issue", "member_get"]
+
+
+# -- operation families: the verbs people use for a kind of change
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "domain"),
+    [
+        ("retire reward rwd_0009", "delete", "reward"),
+        ("get rid of seg_0004", "delete", "segment"),
+        ("generate 50 vouchers for seg_0002", "issue", "voucher"),
+        ("increase the stock of rwd_0002 to 200", "restock", "reward"),
+        ("tăng tồn kho rwd_0002 thêm 30", "restock", "reward"),
+        ("freeze campaign cmp_0004", "pause", "campaign"),
+        ("hoãn chiến dịch cmp_0004", "pause", "campaign"),
+        ("top up mem_0019 with 300 points", "earn", "member"),
+        ("take back 150 points from mem_0019", "adjust", "member"),
+        ("thu lại 150 điểm của mem_0019", "adjust", "member"),
+    ],
+)
+def test_everyday_verbs_name_their_kind_of_change(router, text, intent, domain):
+    decision = router.route(text, IDLE)
+
+    assert (decision.intent, domain in decision.domains) == (intent, True)
+    assert decision.confidence >= MIN_WRITE_CONFIDENCE
+
+
+def test_a_write_is_offered_to_every_action_of_its_family_and_to_no_other():
+    deactivate = ToolPolicy(frozenset({"member"}), "update", actions=frozenset({"deactivate"}), family="state")
+    update = ToolPolicy(frozenset({"member"}), "update", actions=frozenset({"update"}), family="update")
+    policies = {"member_deactivate": deactivate, "member_update": update}
+    catalog = ToolPolicyCatalog([_tool(n) for n in policies], policies, discovery_domains=set())
+
+    def offered(action: str) -> list[str]:
+        return catalog.bundle(RoutingDecision(action, frozenset({"member"}), 0.85, "idle")).tool_names
+
+    assert offered("pause") == ["member_deactivate"]  # "suspend member X": a state change
+    assert offered("extend") == ["member_update"]
+    assert offered("delete") == []
+
+
+def test_an_unknown_family_is_refused_when_the_policy_is_declared():
+    with pytest.raises(ValueError, match="family"):
+        ToolPolicy(frozenset({"member"}), "update", family="tidy up")

@@ -53,6 +53,22 @@ ACTION_OPERATIONS: dict[str, frozenset[str]] = {
     "redeem": frozenset({"create", "update"}),
     "delete": frozenset({"delete"}),
 }
+# Operation families: the kinds of change people ask for in many words. A write that declares a
+# family is offered to every action of it, so a sibling verb still finds the tool ("suspend
+# member X" reads as pause, member_deactivate declares deactivate: both are a state change).
+ACTION_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(("create", "clone", "enrol", "record"), "create"),
+    **dict.fromkeys(
+        ("update", "extend", "prioritize", "assign", "evaluate", "refresh", "unlock", "add", "remove", "expire"),
+        "update",
+    ),
+    **dict.fromkeys(("activate", "deactivate", "pause", "end"), "state"),
+    **dict.fromkeys(("delete", "revoke"), "delete"),
+    "issue": "issue",
+    "redeem": "redeem",
+    **dict.fromkeys(("adjust", "earn", "transfer"), "adjust"),
+    "restock": "restock",
+}
 CONFIRMED_SIGNAL = "confirmed"
 # The phase of a conversation with no open flow (back-office routers say so explicitly).
 IDLE_PHASE = "idle"
@@ -120,6 +136,8 @@ class ToolPolicy:
     # its operation (``ACTION_OPERATIONS``). Declared, so "pause campaign X" is offered the pause
     # and not every campaign write.
     actions: frozenset[str] = frozenset()
+    # Its operation family (``ACTION_FAMILIES``): any action of the family also asks for it.
+    family: str | None = None
     # Router intents whose turn should start with this tool ("human_request" -> the hand-over):
     # told to clients that constrain their first step (``Bundle.first_step``).
     first_for: frozenset[str] = frozenset()
@@ -131,6 +149,12 @@ class ToolPolicy:
     def __post_init__(self) -> None:
         if self.home is not None and self.home not in self.domains:
             raise ValueError(f"home domain {self.home!r} is not one of {sorted(self.domains)}")
+        if self.family is not None and self.family not in set(ACTION_FAMILIES.values()):
+            raise ValueError(f"unknown operation family {self.family!r}")
+
+    def asked_by(self, action: str) -> bool:
+        """Whether a turn that asks for ``action`` asks for this write (its own actions, or its family)."""
+        return action in self.actions or (self.family is not None and ACTION_FAMILIES.get(action) == self.family)
 
     @property
     def writes(self) -> bool:
@@ -263,7 +287,7 @@ class ToolPolicyCatalog:
                 if policy.writes and policy.requires_confirmation and not confirmed:
                     offered = offered and self._proposes(policy)
                 if policy.writes and policy.actions:
-                    offered = offered and decision.intent in policy.actions
+                    offered = offered and policy.asked_by(decision.intent)
                 elif policy.writes and decision.intent in ACTION_OPERATIONS:
                     offered = offered and policy.operation in ACTION_OPERATIONS[decision.intent]
                 if policy.writes and (decision.side_query or decision.intent in ASKING_INTENTS):

@@ -17,7 +17,7 @@ run by the staged rule flow's submit step, never offered to the model directly (
 
 from __future__ import annotations
 
-from frontdesk.capabilities.policy import Operation, Risk, ToolPolicy
+from frontdesk.capabilities.policy import ACTION_FAMILIES, Operation, Risk, ToolPolicy
 
 IDLE = frozenset({"idle"})
 STAGED_ONLY = frozenset({"staged_submit"})  # no router ever produces this phase
@@ -46,7 +46,9 @@ def write(
     risk: Risk = "medium",
     confirm: bool = False,
     phases: frozenset[str] = IDLE,
+    family: str | None = None,
 ) -> ToolPolicy:
+    """``family``: the kind of change (``ACTION_FAMILIES``); by default its first action's."""
     return ToolPolicy(
         frozenset({home, *also}),
         operation,
@@ -55,6 +57,7 @@ def write(
         requires_confirmation=confirm,
         home=home,
         actions=frozenset(actions),
+        family=family or ACTION_FAMILIES[actions[0]],
     )
 
 
