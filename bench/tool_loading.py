@@ -46,6 +46,7 @@ from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.tokens import count_tokens
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
+from frontdesk.reasoning.entity_names import EntityNames, read_names
 from frontdesk.reasoning.router import RouterState
 from frontdesk.runtime import mcp_agent_pack, schema_fit
 from frontdesk.workflows import WorkflowStore
@@ -128,11 +129,19 @@ def load_turns(path: Path) -> list[Turn]:
 async def build_catalog(directory: Path) -> ToolPolicyCatalog:
     """The catalog exactly as the runtime builds it for the default chat slot: server tools, the
     staged flow and the confirmation step, trimmed to the slot's schema budget."""
+    catalog, _ = await build_catalog_and_names(directory)
+    return catalog
+
+
+async def build_catalog_and_names(directory: Path) -> tuple[ToolPolicyCatalog, EntityNames]:
+    """The catalog, and the names the router reads from the demo server at start (as the runtime does)."""
     source = McpToolSource("loyalty", build_server(directory / "loyalty.db"))
     await source.connect()
     try:
         workflows = WorkflowStore(Database.from_url("sqlite+aiosqlite:///:memory:"), SystemClock())
-        return mcp_agent_pack(loyalty_pack(), source, workflows, schema_fit(BudgetConfig().for_model(MODEL))).catalog
+        pack = loyalty_pack()
+        agent_pack = mcp_agent_pack(pack, source, workflows, schema_fit(BudgetConfig().for_model(MODEL)))
+        return agent_pack.catalog, await read_names(source.call, pack.name_sources)
     finally:
         await source.close()
 
@@ -240,9 +249,9 @@ async def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    router = ActionRouter(ActionLexicon(**json.loads(LEXICON.read_text(encoding="utf-8"))))
     with tempfile.TemporaryDirectory(prefix="frontdesk-bench-") as directory:
-        catalog = await build_catalog(Path(directory))
+        catalog, names = await build_catalog_and_names(Path(directory))
+    router = ActionRouter(ActionLexicon(**json.loads(LEXICON.read_text(encoding="utf-8"))), names)
     server_tools = [t for t in catalog.tools if t.name in TOOL_NAMES]
     naive = sum(count_tokens(schema_text(t.definition())) for t in server_tools)
     status = 0

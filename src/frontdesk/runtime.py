@@ -56,6 +56,7 @@ from frontdesk.platform.vault import build_vault
 from frontdesk.platform.workers import JobRunner
 from frontdesk.reasoning.action_router import ActionLexicon, ActionRouter
 from frontdesk.reasoning.agent import Agent, AgentPack, TenantTurnView, TenantView
+from frontdesk.reasoning.entity_names import NameRefresh
 from frontdesk.reasoning.loop import LoopLimits
 from frontdesk.reasoning.router import Router
 from frontdesk.reasoning.terminal import reply_tool_definition
@@ -97,6 +98,8 @@ class Runtime:
     search: SearchIndex | None = None
     gateway: ModelGateway | None = None
     compact_prompt: bool = False  # the chat slot's model reads the compact prompt (chat_prompt_style)
+    # What the MCP packs' services call their things, read at start and refreshed by a sweep.
+    names: NameRefresh = field(default_factory=lambda: NameRefresh(SystemClock()))
 
     @property
     def chat_client(self) -> ModelClient | None:
@@ -246,6 +249,7 @@ class Runtime:
         async def drop_expired_drafts() -> int:
             return await workflows.cleanup_expired(clock.now())
 
+        names = NameRefresh(clock)
         runner = JobRunner(
             queue,
             {
@@ -262,6 +266,7 @@ class Runtime:
                 drop_expired_drafts,
                 FailedDeliveryWatch(db, clock),
                 lambda: notify_rejection_spikes(db, clock),
+                names,
             ],
             sweep_interval_s=settings.sweeper_interval_s,
             shutdown_grace_s=settings.shutdown_grace_s,
@@ -285,6 +290,7 @@ class Runtime:
             gateway=gateway,
             search=search,
             compact_prompt=budget.for_model(gateway.client("chat").name).compact,
+            names=names,
         )
 
     async def recover_dead_worker(self, worker: str) -> tuple[int, int]:
@@ -321,7 +327,10 @@ class Runtime:
             source = McpToolSource(pack.mcp_server, targets[pack.mcp_server])
             await source.connect()
             self.mcp_sources.append(source)
-            self.agent_packs[pack.name] = mcp_agent_pack(pack, source, self.workflows, self.schema_fit)
+            agent_pack = mcp_agent_pack(pack, source, self.workflows, self.schema_fit)
+            self.agent_packs[pack.name] = agent_pack
+            if isinstance(agent_pack.router, ActionRouter) and pack.name_sources:
+                await self.names.add(agent_pack.router, source.call, pack.name_sources)
 
     async def close(self) -> None:
         await self.runner.stop()

@@ -35,6 +35,7 @@ from frontdesk.capabilities.policy import (
     RoutingDecision,
 )
 from frontdesk.reasoning._folding import Hit, PatternTable, Reader
+from frontdesk.reasoning.entity_names import EntityNames
 from frontdesk.reasoning.router import VIETNAMESE_LETTERS, RouterState
 
 READ_ACTIONS = ASKING_INTENTS
@@ -127,7 +128,11 @@ class _Reading:
 
 
 class ActionRouter:
-    def __init__(self, lexicon: ActionLexicon) -> None:
+    """``names``: what the service calls its things (``reasoning/entity_names.py``); the runtime
+    replaces it when it reads them again, so a new campaign's name routes without a restart."""
+
+    def __init__(self, lexicon: ActionLexicon, names: EntityNames | None = None) -> None:
+        self.names = names or EntityNames()
         self._domains = PatternTable(lexicon.domains)
         self._shared = [
             (frozenset(term["domains"]), term.get("aggregate", False), PatternTable({name: term["patterns"]}))
@@ -175,7 +180,10 @@ class ActionRouter:
         folded = self._reader.unaccented_vietnamese(text)
         domain_hits = self._domains.hits(text, folded)
         named = {h.name for h in domain_hits}
-        entity = any(h.language == NEUTRAL for h in domain_hits)
+        by_name = self.names.domains_in(text)
+        # A thing named by its name is as specific as one named by its id.
+        entity = bool(by_name) or any(h.language == NEUTRAL for h in domain_hits)
+        named |= by_name
         domains = set(named)
         shared_hits: list[Hit] = []
         for names, aggregate, table in self._shared:
@@ -188,7 +196,13 @@ class ActionRouter:
         cues = frozenset(h.name for h in cue_hits)
         reads = {h.name for h in action_hits if h.name in READ_ACTIONS}
         writes = {h.name for h in action_hits if h.name not in READ_ACTIONS}
-        signals = sorted({*(f"domain:{d}" for d in domains), *(f"action:{h.name}" for h in action_hits)})
+        signals = sorted(
+            {
+                *(f"domain:{d}" for d in domains),
+                *(f"named:{d}" for d in by_name),
+                *(f"action:{h.name}" for h in action_hits),
+            }
+        )
         if writes and "question" in cues and not self._imperative(text, action_hits, cues, folded):
             # "When does X end?" asks about the change; it does not ask for it.
             reads, writes = reads or {"detail"}, set()

@@ -48,6 +48,9 @@ class McpPack:
     playbook: str
     fallback_texts: dict[str, str]
     workflow_domains: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Where the router learns what things are called: domain -> the server's list tool. (Tiers
+    # are named by the lexicon: their names are words such as "Gold".)
+    name_sources: dict[str, str] = field(default_factory=dict)
 
     def policies(self) -> dict[str, ToolPolicy]:
         from frontdesk.packs.loyalty.flow import flow_policies
@@ -83,4 +86,11 @@ def loyalty_pack() -> McpPack:
         playbook=PLAYBOOK,
         fallback_texts=FALLBACK_TEXTS,
         workflow_domains={WORKFLOW: frozenset({"rule"})},
+        name_sources={
+            "campaign": "campaign_list",
+            "rule": "rule_list",
+            "reward": "reward_list",
+            "segment": "segment_list",
+            "member": "member_list",
+        },
     )
