@@ -96,6 +96,8 @@ def test_every_write_outside_the_staged_flow_names_the_actions_that_ask_for_it()
 
     assert len(idle_writes) > 40
     assert undeclared == [], f"writes a router action cannot narrow to: {undeclared}"
+    no_family = [name for name in idle_writes if policies[name].family is None]
+    assert no_family == [], f"writes without an operation family: {no_family}"
 
 
 async def test_a_specific_action_is_offered_its_own_write_and_no_other(tmp_path):
