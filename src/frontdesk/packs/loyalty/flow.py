@@ -273,8 +273,8 @@ def flow_policies() -> dict[str, ToolPolicy]:
         return ToolPolicy(frozenset({"rule"}), operation, phases=phases, **extra)
 
     policies = {
-        "rule_draft_start": step("create", frozenset({"idle"}), actions=frozenset({"create"})),
-        "rule_draft_edit": step("update", frozenset({"idle"}), actions=frozenset({"update"})),
+        "rule_draft_start": step("create", frozenset({"idle"}), actions=frozenset({"create"}), family="create"),
+        "rule_draft_edit": step("update", frozenset({"idle"}), actions=frozenset({"update"}), family="update"),
         "rule_draft_details": step("update", FLOW_PHASES),
         "rule_draft_choose_formula": step("update", FLOW_PHASES),
         "rule_draft_set_criteria": step("update", frozenset({CRITERIA, REVIEW})),
