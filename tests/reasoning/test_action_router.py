@@ -415,6 +415,14 @@ ISSUE_VOUCHER = ("issue", {"member", "voucher"})
             [("pause", {"campaign"}), ("issue", {"member", "voucher"})],
         ),
         ("tam dung cmp_0021 va kich hoat cmp_0022", [("pause", {"campaign"}), ("activate", {"campaign"})]),
+        # a clause that points back ("it", "nó", "…vào") is about what the one before named
+        ("create a campaign and activate it", [("create", {"campaign"}), ("activate", {"campaign"})]),
+        ("tạo nhóm VIP mới rồi thêm mem_0530 vào", [("create", {"segment"}), ("add", {"member", "segment"})]),
+        # a question and a change: the question does not make the change a read
+        (
+            "which members redeemed rwd_0031? also restock it with 20",
+            [("list", {"member", "reward"}), ("restock", {"member", "reward"})],
+        ),
     ],
 )
 def test_each_change_of_a_message_that_asks_for_several_is_routed_on_its_own(router, text, parts):
@@ -428,7 +436,6 @@ def test_each_change_of_a_message_that_asks_for_several_is_routed_on_its_own(rou
     "text",
     [
         "list the campaigns and the rewards",  # one request about two things
-        "create a campaign and activate it",  # the second change names nothing of its own
         "pause cmp_0021",
     ],
 )
@@ -498,3 +505,30 @@ def test_a_write_is_offered_to_every_action_of_its_family_and_to_no_other():
 def test_an_unknown_family_is_refused_when_the_policy_is_declared():
     with pytest.raises(ValueError, match="family"):
         ToolPolicy(frozenset({"member"}), "update", family="tidy up")
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "domain"),
+    [
+        ("lock the account of 0912 345 678", "deactivate", "member"),  # a phone number is a member's
+        ("revoke XMAS-7QP2-KD4M", "revoke", "voucher"),  # a voucher code with a longer prefix
+        ("cut the price of rwd_0031 to 800 points", "update", "reward"),
+        ("Deactivate mem_0530, it is a duplicate account", "deactivate", "member"),
+        ("cong 150 diem cho mem_0530", "earn", "member"),  # no diacritics, an amount between the words
+        ("put mem_0530 on gold", "assign", "tier"),
+        ("xét hạng lại cho mem_0530", "evaluate", "tier"),
+        ("add a rule to cmp_0021", "create", "rule"),
+    ],
+)
+def test_more_everyday_ways_to_ask_for_a_change(router, text, intent, domain):
+    decision = router.route(text, IDLE)
+
+    assert (decision.intent, domain in decision.domains) == (intent, True)
+
+
+def test_a_history_of_tier_changes_is_a_read():
+    decision = ActionRouter(ActionLexicon(**json.loads(LEXICON.read_text(encoding="utf-8")))).route(
+        "lịch sử lên xuống hạng của mem_0530", IDLE
+    )
+
+    assert decision.intent in ASKING_INTENTS or decision.intent == "detail"

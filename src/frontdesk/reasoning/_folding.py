@@ -16,7 +16,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-_TWO_WORDS = re.compile(r"[^\W\d_]+\s+[^\W\d_]+")
+# Two words, or two words around an amount ("cong 150 diem").
+_TWO_WORDS = re.compile(r"[^\W\d_]+\s+(?:\d[\d.,]*k?\s+)?[^\W\d_]+")
 
 
 def fold(text: str) -> str:

@@ -37,6 +37,7 @@ from frontdesk.capabilities.policy import (
 from frontdesk.reasoning._folding import Hit, PatternTable, Reader
 from frontdesk.reasoning.entity_names import EntityNames
 from frontdesk.reasoning.router import VIETNAMESE_LETTERS, RouterState
+from frontdesk.verification.contacts import contact_values
 
 READ_ACTIONS = ASKING_INTENTS
 IDLE = "idle"
@@ -51,6 +52,9 @@ _NOTHING_BEFORE = re.compile(r"[\W_]*")
 # Where one request may end and the next begin: "…; …", "…, and then …", "… và …", "… rồi …".
 # A split counts only when two of its clauses each ask for a change on their own (``_several``),
 # so "campaigns and rewards" or "tạo và kích hoạt" never split a single request.
+# A clause that points back at what the clause before it named ("…, then pause it", "…rồi thêm
+# Lan vào").
+_BACK_REFERENCE = re.compile(r"\b(?:it|its|them|this one|that one|nó|chúng|của nó)\b|\bvào\s*[.!]?\s*$", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(
     r"\s*(?:[;\n]|,?\s+(?:and then|and also|and|then|also|plus)\s+|"
     r",?\s+(?:và|va|rồi|roi|sau đó|sau do|với cả|voi ca|xong)\s+)\s*",
@@ -165,14 +169,22 @@ class ActionRouter:
     def _several(self, text: str, whole: _Reading, preferred: str | None) -> RoutingDecision | None:
         """A message that asks for two or more changes, each routed on its own clause (the
         decision's ``parts``); None when it asks for one at most."""
-        if len(whole.writes) + len(whole.reads) < 2:
-            return None
         clauses = [c for c in _CLAUSE_BREAK.split(unicodedata.normalize("NFC", text)) if c.strip()]
         if len(clauses) < 2:
             return None
-        parts = [_idle(self._read(clause, preferred)) for clause in clauses]
-        parts = [p for p in parts if p.intent != "unknown" and p.domains]
-        if sum(p.intent not in READ_ACTIONS for p in parts) < 2:
+        parts: list[RoutingDecision] = []
+        for clause in clauses:
+            reading = self._read(clause, preferred)
+            if parts and _BACK_REFERENCE.search(clause):
+                # "…, then copy it to cmp_0002": the clause is about what the one before named too.
+                reading = dataclasses.replace(reading, domains=reading.domains | parts[-1].domains)
+            part = _idle(reading)
+            if part.intent != "unknown" and part.domains:
+                parts.append(part)
+        changes = sum(p.intent not in READ_ACTIONS for p in parts)
+        # Two changes; or a question and a change ("who redeemed X? also restock it"), where the
+        # question would otherwise have made the whole message a read.
+        if changes < 2 and not (changes == 1 and len(parts) >= 2 and not whole.writes):
             return None
         return dataclasses.replace(_idle(whole), parts=tuple(parts))
 
@@ -181,6 +193,8 @@ class ActionRouter:
         domain_hits = self._domains.hits(text, folded)
         named = {h.name for h in domain_hits}
         by_name = self.names.domains_in(text)
+        if any(value.kind == "phone" for value in contact_values(text)):
+            by_name |= {"member"}  # in a back office, a phone number is a member's
         # A thing named by its name is as specific as one named by its id.
         entity = bool(by_name) or any(h.language == NEUTRAL for h in domain_hits)
         named |= by_name
