@@ -57,7 +57,9 @@ ACTION_OPERATIONS: dict[str, frozenset[str]] = {
 # family is offered to every action of it, so a sibling verb still finds the tool ("suspend
 # member X" reads as pause, member_deactivate declares deactivate: both are a state change).
 ACTION_FAMILIES: dict[str, str] = {
-    **dict.fromkeys(("create", "clone", "enrol", "record"), "create"),
+    **dict.fromkeys(("create", "enrol"), "create"),
+    "clone": "copy",  # a copy is made from something named: not offered to every "create"
+    "record": "record",  # a purchase at the till, not a new thing of the programme
     **dict.fromkeys(
         ("update", "extend", "prioritize", "assign", "evaluate", "refresh", "unlock", "add", "remove", "expire"),
         "update",
