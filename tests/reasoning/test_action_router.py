@@ -172,6 +172,25 @@ def test_an_entity_id_or_code_is_enough_to_name_the_domain(router, text, intent,
         ("add mem_0333 to seg_0004", "add", "segment"),
         ("loại mem_0333 khỏi nhóm seg_0004", "remove", "segment"),
         ("mark every overdue voucher as expired", "expire", "voucher"),
+        # everyday words for these kinds of change (issue 22)
+        ("retire reward rwd_0009", "delete", "reward"),
+        ("get rid of seg_0004", "delete", "segment"),
+        ("generate 50 vouchers for seg_0002", "issue", "voucher"),
+        ("increase the stock of rwd_0002 to 200", "restock", "reward"),
+        ("tăng tồn kho rwd_0002 thêm 30", "restock", "reward"),
+        ("freeze campaign cmp_0004", "pause", "campaign"),
+        ("hoãn chiến dịch cmp_0004", "pause", "campaign"),
+        ("top up mem_0019 with 300 points", "earn", "member"),
+        ("take back 150 points from mem_0019", "adjust", "member"),
+        ("thu lại 150 điểm của mem_0019", "adjust", "member"),
+        ("lock the account of 0912 345 678", "deactivate", "member"),  # a phone number is a member's
+        ("revoke XMAS-7QP2-KD4M", "revoke", "voucher"),  # a voucher code with a longer prefix
+        ("cong 150 diem cho mem_0530", "earn", "member"),  # no diacritics, an amount between the words
+        ("cut the price of rwd_0031 to 800 points", "update", "reward"),
+        ("Deactivate mem_0530, it is a duplicate account", "deactivate", "member"),
+        ("put mem_0530 on gold", "assign", "tier"),
+        ("xét hạng lại cho mem_0530", "evaluate", "tier"),
+        ("add a rule to cmp_0021", "create", "rule"),
     ],
 )
 def test_each_verb_family_names_its_own_action(router, text, intent, domain):
@@ -463,29 +482,7 @@ def test_a_message_with_two_changes_is_offered_each_change_and_not_its_neighbour
     assert catalog.bundle(both).tool_names == ["campaign_pause", "voucher_issue", "member_get"]
 
 
-# -- operation families: the verbs people use for a kind of change
-
-
-@pytest.mark.parametrize(
-    ("text", "intent", "domain"),
-    [
-        ("retire reward rwd_0009", "delete", "reward"),
-        ("get rid of seg_0004", "delete", "segment"),
-        ("generate 50 vouchers for seg_0002", "issue", "voucher"),
-        ("increase the stock of rwd_0002 to 200", "restock", "reward"),
-        ("tăng tồn kho rwd_0002 thêm 30", "restock", "reward"),
-        ("freeze campaign cmp_0004", "pause", "campaign"),
-        ("hoãn chiến dịch cmp_0004", "pause", "campaign"),
-        ("top up mem_0019 with 300 points", "earn", "member"),
-        ("take back 150 points from mem_0019", "adjust", "member"),
-        ("thu lại 150 điểm của mem_0019", "adjust", "member"),
-    ],
-)
-def test_everyday_verbs_name_their_kind_of_change(router, text, intent, domain):
-    decision = router.route(text, IDLE)
-
-    assert (decision.intent, domain in decision.domains) == (intent, True)
-    assert decision.confidence >= MIN_WRITE_CONFIDENCE
+# -- operation families
 
 
 def test_a_write_is_offered_to_every_action_of_its_family_and_to_no_other():
@@ -505,25 +502,6 @@ def test_a_write_is_offered_to_every_action_of_its_family_and_to_no_other():
 def test_an_unknown_family_is_refused_when_the_policy_is_declared():
     with pytest.raises(ValueError, match="family"):
         ToolPolicy(frozenset({"member"}), "update", family="tidy up")
-
-
-@pytest.mark.parametrize(
-    ("text", "intent", "domain"),
-    [
-        ("lock the account of 0912 345 678", "deactivate", "member"),  # a phone number is a member's
-        ("revoke XMAS-7QP2-KD4M", "revoke", "voucher"),  # a voucher code with a longer prefix
-        ("cut the price of rwd_0031 to 800 points", "update", "reward"),
-        ("Deactivate mem_0530, it is a duplicate account", "deactivate", "member"),
-        ("cong 150 diem cho mem_0530", "earn", "member"),  # no diacritics, an amount between the words
-        ("put mem_0530 on gold", "assign", "tier"),
-        ("xét hạng lại cho mem_0530", "evaluate", "tier"),
-        ("add a rule to cmp_0021", "create", "rule"),
-    ],
-)
-def test_more_everyday_ways_to_ask_for_a_change(router, text, intent, domain):
-    decision = router.route(text, IDLE)
-
-    assert (decision.intent, domain in decision.domains) == (intent, True)
 
 
 def test_a_history_of_tier_changes_is_a_read():
