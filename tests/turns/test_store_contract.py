@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from sqlalchemy import update
 
 from conftest import BACKENDS, backend_url, opened_database
 from frontdesk.ingestion.quiet_window import Defer, Ready
@@ -80,7 +79,7 @@ class DatabaseWorld:
         now = self.clock.now()
         async with self.runtime.db.transaction() as session:
             conversation = await session.get(Conversation, self.conversation)
-            await session.execute(update(Conversation).values(ai_enabled=False))
+            conversation.ai_enabled = False
             if handoff_task:
                 session.add(
                     Task(

@@ -75,9 +75,7 @@ class TurnCommitter:
         if fenced is None:
             raise LeaseLost(conversation_id)
         result = record.result
-        reply = Reply(result.outcome, result.blocks, result.detail)
-        if not record.handed_off_itself and not fenced.ai_enabled:
-            reply = Reply.suppressed()
+        reply = Reply.of(record, fenced.ai_enabled)
         connection = await session.connection()  # Core: the ORM's unit of work costs more than the insert
         trace_id: int = (await connection.execute(_INSERT_TRACE, self._trace(record, reply))).scalar_one()
         await self._learned(session, record, trace_id)

@@ -191,10 +191,7 @@ class InMemoryTurnStore:
         if any(m.processed_at is not None for m in batch):  # another turn answered them meanwhile
             raise LeaseLost(record.conversation_id)
         now = self._clock.now()
-        result = record.result
-        reply = Reply(result.outcome, result.blocks, result.detail)
-        if not record.handed_off_itself and not conversation.ai_enabled:
-            reply = Reply.suppressed()
+        reply = Reply.of(record, conversation.ai_enabled)
         trace_id = next(self._ids)
         for message in batch:
             message.processed_at, message.turn_id = now, trace_id

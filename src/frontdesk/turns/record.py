@@ -81,6 +81,15 @@ class Reply:
     detail: str | None
 
     @classmethod
+    def of(cls, record: TurnRecord, ai_answers: bool) -> Reply:
+        """What ``record`` says, as committed while the AI still answers the thread (``ai_answers``,
+        read under the fence) or not: a turn that handed the thread over itself still replies."""
+        if not record.handed_off_itself and not ai_answers:
+            return cls.suppressed()
+        result = record.result
+        return cls(result.outcome, result.blocks, result.detail)
+
+    @classmethod
     def suppressed(cls) -> Reply:
         detail = "not sent: an operator took the thread over while the reply was being written"
         return cls(Outcome.SUPPRESSED, [], detail)
