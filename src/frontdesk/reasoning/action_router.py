@@ -49,12 +49,12 @@ NEUTRAL = "*"  # the "language" of patterns that belong to none: entity ids, cod
 # A confirmation may restate what it confirms ("yes, create it") but not ask for another change.
 CONFIRMABLE_WRITES = frozenset({"create"})
 _NOTHING_BEFORE = re.compile(r"[\W_]*")
-# Where one request may end and the next begin: "…; …", "…, and then …", "… và …", "… rồi …".
-# A split counts only when two of its clauses each ask for a change on their own (``_several``),
-# so "campaigns and rewards" or "tạo và kích hoạt" never split a single request.
 # A clause that points back at what the clause before it named ("…, then pause it", "…rồi thêm
 # Lan vào").
 _BACK_REFERENCE = re.compile(r"\b(?:it|its|them|this one|that one|nó|chúng|của nó)\b|\bvào\s*[.!]?\s*$", re.IGNORECASE)
+# Where one request may end and the next begin: "…; …", "…, and then …", "… và …", "… rồi …".
+# A split counts only when its clauses ask for two changes, or a change beside a question
+# (``_several``), so "campaigns and rewards" never splits a single request.
 _CLAUSE_BREAK = re.compile(
     r"\s*(?:[;\n]|,?\s+(?:and then|and also|and|then|also|plus)\s+|"
     r",?\s+(?:và|va|rồi|roi|sau đó|sau do|với cả|voi ca|xong)\s+)\s*",
@@ -167,8 +167,10 @@ class ActionRouter:
         return self._several(text, reading, state.preferred_language) or _idle(reading)
 
     def _several(self, text: str, whole: _Reading, preferred: str | None) -> RoutingDecision | None:
-        """A message that asks for two or more changes, each routed on its own clause (the
-        decision's ``parts``); None when it asks for one at most."""
+        """A message that asks for two changes or more (or a change beside a question): each
+        clause routed on its own (the decision's ``parts``). None when there is nothing to split."""
+        if not any(s.startswith("action:") and s[len("action:") :] not in READ_ACTIONS for s in whole.signals):
+            return None  # no change asked anywhere in it: nothing to split (most messages)
         clauses = [c for c in _CLAUSE_BREAK.split(unicodedata.normalize("NFC", text)) if c.strip()]
         if len(clauses) < 2:
             return None
