@@ -1,7 +1,8 @@
 """Contact details in customers' messages: does the print shop's turn see them, and offer the lead?
 
-For each message of ``bench/data/printshop_contacts.jsonl`` (written blind, see the README
-there), with an item already in the conversation (the customer has been asking about one):
+For each message of ``bench/data/printshop_contacts.jsonl`` and ``printshop_contacts2.jsonl``
+(both written blind, see the README there; the second is the fresh one), with an item already
+in the conversation (the customer has been asking about one):
 
 * capture offered: the routed bundle (the pack's router and fail-closed catalog, as the runtime
   builds them) holds ``capture_lead``, on the messages that give a name and a phone or e-mail;
@@ -14,7 +15,7 @@ Printed for the whole set, the working two thirds and the third kept aside; neve
 blind set: whoever works on the detectors must not read its misses).
 
 Run:
-    .venv/bin/python bench/contacts.py [--data PATH]
+    .venv/bin/python bench/contacts.py [--data PATH ...]
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from frontdesk.verification.contacts import contact_values
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench/data/printshop_contacts.jsonl"
+# Written in session 35 after the contact reader was tuned with the first set's counts in view.
+FRESH = ROOT / "bench/data/printshop_contacts2.jsonl"
 IN_CONTEXT = RouterState(item_in_context=True)
 
 
@@ -127,16 +130,17 @@ def report(readings: Sequence[Reading]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, action="append", help="default: both shipped sets")
     args = parser.parse_args(argv)
-    readings = read_all(load(args.data))
-    for part, chosen in (
-        ("all", readings),
-        ("working two thirds", [r for r in readings if not r.line.aside]),
-        ("the third kept aside", [r for r in readings if r.line.aside]),
-    ):
-        print(f"=== {args.data.name}: {part}")
-        report(chosen)
+    for path in args.data or (DATA, FRESH):
+        readings = read_all(load(path))
+        for part, chosen in (
+            ("all", readings),
+            ("working two thirds", [r for r in readings if not r.line.aside]),
+            ("the third kept aside", [r for r in readings if r.line.aside]),
+        ):
+            print(f"=== {path.name}: {part}")
+            report(chosen)
     return 0
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frontdesk.capabilities.discovery import FIND_TOOLS
 from frontdesk.capabilities.mcp import McpToolSource
 from frontdesk.capabilities.policy import MIN_WRITE_CONFIDENCE, RoutingDecision, ToolPolicyCatalog
 from frontdesk.context.budget import BudgetConfig, schema_text
@@ -61,7 +62,12 @@ HELDOUT = ROOT / "bench/data/loyalty_utterances_heldout.jsonl"
 # Written blind for issue 22 before any of its router changes; a third is kept aside. Only its
 # figures are printed, never its texts: whoever works on the router must not read its misses.
 BLIND3 = ROOT / "bench/data/loyalty_requests_blind3.jsonl"
-DATASETS = (DATA, HELDOUT, BLIND3)
+# Written blind in session 35, before the second stage, the tool cards and find_tools: the honest figures.
+BLIND4 = ROOT / "bench/data/loyalty_requests_blind4.jsonl"
+DATASETS = (DATA, HELDOUT, BLIND3, BLIND4)
+SHORT_NAMES = {
+    p.name: short for p, short in ((DATA, "first"), (HELDOUT, "held-out"), (BLIND3, "blind3"), (BLIND4, "blind4"))
+}
 MODEL = "openai:gpt-4o-mini"  # the default chat slot's family: its schema budget is the default
 LEXICON = ROOT / "src/frontdesk/packs/loyalty/data/lexicon.json"
 KINDS = ("single", "multi", "multi_intent", "side_query", "confirm", "unknown")
@@ -87,6 +93,8 @@ class Outcome:
     missing: tuple[str, ...]
     exposed_writes: tuple[str, ...]
     trimmed: tuple[str, ...]
+    # None: the model had what it needed (or no find_tools); else whether find_tools found the rest
+    rescued: bool | None = None
 
     @property
     def recall(self) -> float | None:
@@ -150,18 +158,34 @@ def evaluate(turns: Sequence[Turn], catalog: ToolPolicyCatalog, router: ActionRo
     outcomes = []
     for turn in turns:
         decision = router.route(turn.text, turn.state)
-        bundle = catalog.bundle(decision)
-        names = tuple(bundle.tool_names)
-
-        def covered(name: str, names: tuple[str, ...] = names) -> bool:
-            return name in names or bool(set(STAGED_BY.get(name, ())) & set(names))
-
-        missing = tuple(sorted(n for n in turn.needs if not covered(n)))
+        bundle = catalog.bundle(decision, turn.text)
+        names = tuple(n for n in bundle.tool_names if n != FIND_TOOLS)
+        missing = _missing(turn.needs, names)
         tokens = sum(count_tokens(schema_text(t.definition())) for t in bundle.tools)
         # The service's writes: the flow's draft steps and the confirmation step change no business data.
         writes = tuple(n for n in names if n in TOOL_NAMES and (p := catalog.policy(n)) is not None and p.writes)
-        outcomes.append(Outcome(turn, decision, names, tokens, missing, writes, bundle.trimmed))
+        rescued = None
+        if missing and FIND_TOOLS in bundle.tool_names:
+            # A model short of a tool searches; its words are taken to be the request's own.
+            found = tuple(t.name for t in catalog.search(turn.text, decision))
+            rescued = not _missing(turn.needs, (*names, *found))
+        outcomes.append(Outcome(turn, decision, names, tokens, missing, writes, bundle.trimmed, rescued))
     return outcomes
+
+
+def _missing(needs: frozenset[str], names: Sequence[str]) -> tuple[str, ...]:
+    """What ``needs`` lacks among ``names``; a staged flow's tool is covered by the step leading to it."""
+    return tuple(sorted(n for n in needs if n not in names and not set(STAGED_BY.get(n, ())) & set(names)))
+
+
+def model_requests(outcome: Outcome) -> int:
+    """An estimate of one turn's model requests: a step for the lookups the request names things
+    by (a search, a phone), a step for the tools that use them, the reply, and one more when the
+    model has to search for a tool."""
+    needs = outcome.turn.needs
+    lookups = {n for n in needs if n.endswith(("_search", "_get_by_phone", "_get_by_code")) or n == "segment_list"}
+    steps = int(bool(lookups)) + int(bool(needs - lookups))
+    return steps + 1 + int(outcome.rescued is not None)
 
 
 def p95(values: Sequence[int]) -> int:
@@ -219,6 +243,12 @@ def report(outcomes: Sequence[Outcome], naive: int, tool_count: int, *, show_tex
     read_writes = sum(len(o.exposed_writes) for o in read_turns)
     print(f"write tools exposed on unknown/low-confidence turns: {unsure_writes}  ({len(unsure)} such turns)")
     print(f"write tools exposed on turns labelled writes=false:  {read_writes}  (on {len(read_turns)} turns)")
+    searched = [o for o in outcomes if o.rescued is not None]
+    print(
+        f"find_tools needed (the bundle lacks a needed tool): {len(searched)} turns"
+        f" ({len(searched) / len(outcomes):.1%});"
+        f" a search with the request's words finds the rest on {sum(bool(o.rescued) for o in searched)}"
+    )
     if not show_texts:
         misses = [o for o in outcomes if o.missing]
         print(f"\nturns with recall < 1: {len(misses)} (a blind set: its texts are not printed)")
@@ -242,6 +272,38 @@ def report(outcomes: Sequence[Outcome], naive: int, tool_count: int, *, show_tex
     return 1 if unsure_writes else 0
 
 
+def summary(outcomes: Sequence[Outcome], naive: int) -> dict[str, str]:
+    """One column of the side-by-side table."""
+    needing = [o for o in outcomes if o.turn.needs]
+    searched = [o for o in outcomes if o.rescued is not None]
+    full = sum(o.recall == 1 for o in needing)
+    tokens = [o.tokens for o in outcomes]
+    read_turns = [o for o in outcomes if not o.turn.writes]
+    return {
+        "turns": f"{len(outcomes)}",
+        "full recall, routed": f"{full / len(needing):.1%}",
+        "full recall, + find_tools": f"{(full + sum(bool(o.rescued) for o in searched)) / len(needing):.1%}",
+        "mean recall, routed": pct(mean([o.recall for o in outcomes])).strip(),
+        "writes on unsure turns": f"{sum(len(o.exposed_writes) for o in outcomes if o.unsure)}",
+        "writes on unknown-kind turns": f"{sum(len(o.exposed_writes) for o in outcomes if o.turn.kind == 'unknown')}",
+        "writes on read-only turns": (
+            f"{sum(len(o.exposed_writes) for o in read_turns)} on {sum(bool(o.exposed_writes) for o in read_turns)}"
+        ),
+        "schema tokens p50": f"{statistics.median(tokens):,.0f}",
+        "schema tokens p95": f"{p95(tokens):,} ({p95(tokens) / naive:.1%})",
+        "find_tools runs": f"{len(searched) / len(outcomes):.1%}",
+        "find_tools rescues": f"{sum(bool(o.rescued) for o in searched)} of {len(searched)}",
+        "model requests/turn (est.)": f"{statistics.fmean(model_requests(o) for o in outcomes):.2f}",
+    }
+
+
+def side_by_side(columns: dict[str, dict[str, str]]) -> None:
+    width = max(12, *(len(name) + 2 for name in columns))
+    print("=== side by side" + "".join(f"{name:>{width}}" for name in columns))
+    for metric in next(iter(columns.values())):
+        print(f"{metric:<16}"[:30].ljust(30) + "".join(f"{col[metric]:>{width}}" for col in columns.values()))
+
+
 async def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
@@ -255,6 +317,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
     server_tools = [t for t in catalog.tools if t.name in TOOL_NAMES]
     naive = sum(count_tokens(schema_text(t.definition())) for t in server_tools)
     status = 0
+    columns: dict[str, dict[str, str]] = {}
     for path in args.data or DATASETS:
         turns = load_turns(path)
         unknown = sorted({n for t in turns for n in t.needs} - set(TOOL_NAMES))
@@ -263,11 +326,15 @@ async def main(argv: Sequence[str] | None = None) -> int:
             return 2
         name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         outcomes = evaluate(turns, catalog, router)
+        label = SHORT_NAMES.get(path.name, path.stem)
         if all(t.aside is None for t in turns):
             print(f"=== {name}")
             status |= report(outcomes, naive, len(server_tools))
             print()
+            columns[label] = summary(outcomes, naive)
             continue
+        columns[label] = summary(outcomes, naive)
+        columns[f"{label} aside"] = summary([o for o in outcomes if o.turn.aside], naive)
         for part, chosen in (("all", outcomes), ("working two thirds", [o for o in outcomes if not o.turn.aside])):
             print(f"=== {name}: {part}")
             status |= report(chosen, naive, len(server_tools), show_texts=False)
@@ -275,6 +342,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
         print(f"=== {name}: the third kept aside")
         status |= report([o for o in outcomes if o.turn.aside], naive, len(server_tools), show_texts=False)
         print()
+    side_by_side(columns)
     return status
 
 

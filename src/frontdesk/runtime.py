@@ -19,6 +19,7 @@ from frontdesk.capabilities.confirmation import PendingActions
 from frontdesk.capabilities.mcp import McpToolSource, parse_target
 from frontdesk.capabilities.policy import SchemaFit, ToolPolicyCatalog
 from frontdesk.capabilities.search import SearchIndex, build_search_index
+from frontdesk.capabilities.tool_index import ToolIndex, tool_cards
 from frontdesk.context.budget import BudgetConfig, ContextBudget
 from frontdesk.context.conversation import ContextLoader
 from frontdesk.context.episodic import EpisodicCadence
@@ -446,12 +447,15 @@ def mcp_agent_pack(
     tools = pack.tools(source, flow.tools())
     by_name = {tool.name: tool for tool in tools}
     pending = PendingActions(workflows, by_name.get)
+    policies = {**pack.policies(), **pending.policies()}
+    domains = {name: policy.domains for name, policy in policies.items()}
     catalog = ToolPolicyCatalog(
         [*tools, *pending.tools()],
-        {**pack.policies(), **pending.policies()},
+        policies,
         discovery_domains=pack.discovery_domains,
         proposals=pending.proposal,
         fit=fit,
+        index=ToolIndex(tool_cards(tools, domains, pack.tool_phrases)),
     )
 
     async def flow_state(conversation_id: str) -> tuple[str, frozenset[str]] | None:

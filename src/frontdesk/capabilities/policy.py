@@ -7,11 +7,14 @@ it, and each pack's tests fail on it). Nothing is inferred from a tool's name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from frontdesk.capabilities.tools import Tool
+from frontdesk.capabilities.discovery import FIND_TOOLS, FIND_TOOLS_DOMAIN, FIND_TOOLS_FROM, find_tools_tool
+from frontdesk.capabilities.tool_index import ToolIndex
+from frontdesk.capabilities.tools import Tool, ToolContext
 
 Operation = Literal["read", "create", "update", "delete"]
 Risk = Literal["low", "medium", "high"]
@@ -72,6 +75,21 @@ ACTION_FAMILIES: dict[str, str] = {
     "restock": "restock",
 }
 CONFIRMED_SIGNAL = "confirmed"
+# The router turned a change verb into a read ("when does X end?"): no change was asked.
+QUESTION_SIGNAL = "form:question"
+# The message is put as a question and marks no request ("is vch_0042 expired yet?").
+ASKS_SIGNAL = "form:asks"
+# Under this confidence the tool index widens the bundle (the second stage, ``_widened``).
+WIDEN_BELOW = 0.8
+SECOND_STAGE_READS = 3
+SECOND_STAGE_WRITES = 2
+# A card ranked this far below the best one is not what the request is about.
+SECOND_STAGE_SHARE = 0.6
+# The score (``tool_index.Ranked``) under which the best card is no evidence at all: small talk
+# ("thanks, that's all for now") still shares a word or two with some card.
+SECOND_STAGE_FLOOR = 1.85
+# On a question the router placed, the best read card is added only from this score: a clear match.
+BEST_READ_FLOOR = 2.8
 # The phase of a conversation with no open flow (back-office routers say so explicitly).
 IDLE_PHASE = "idle"
 # The phase of a conversation whose last turn proposed one confirmation-gated action: the next
@@ -193,6 +211,22 @@ class Bundle:
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools]
 
+    def with_tools(self, found: Iterable[Tool]) -> Bundle:
+        """This bundle and the tools ``found`` during its turn (``find_tools``), each name once."""
+        new = [t for t in found if t.name not in self.names]
+        if not new:
+            return self
+        return dataclasses.replace(self, tools=(*self.tools, *new), names={**self.names, **{t.name: t for t in new}})
+
+
+def _change_asked(decision: RoutingDecision) -> bool:
+    """The router read a change in the turn (a change verb, not turned into a question)."""
+    if QUESTION_SIGNAL in decision.signals:
+        return False
+    if decision.intent not in ASKING_INTENTS | READ_ONLY_INTENTS:
+        return True
+    return any(s.startswith("action:") and s.removeprefix("action:") not in ASKING_INTENTS for s in decision.signals)
+
 
 def _starts(policy: ToolPolicy, decision: RoutingDecision) -> bool:
     """Whether a turn read as ``decision`` should start with this tool (``first_for``)."""
@@ -215,7 +249,9 @@ Proposals = Callable[[Tool, ToolPolicy], Tool]
 class ToolPolicyCatalog:
     """``proposals``: how a confirmation-gated single-call tool is offered before its confirmation
     (``capabilities.confirmation``); without it such a tool is offered only once confirmed.
-    ``fit``: the schema budget a bundle is trimmed to (reads go first, largest first)."""
+    ``fit``: the schema budget a bundle is trimmed to (reads go first, largest first).
+    ``index``: the tool cards' search (``capabilities/tool_index``): it widens unsure turns'
+    bundles, and a catalog of ``FIND_TOOLS_FROM`` tools or more offers ``find_tools`` on every turn."""
 
     def __init__(
         self,
@@ -225,9 +261,17 @@ class ToolPolicyCatalog:
         discovery_domains: Iterable[str],
         proposals: Proposals | None = None,
         fit: SchemaFit | None = None,
+        index: ToolIndex | None = None,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self._policies = dict(policies)
+        self._index = index
+        self._find_tools: Tool | None = None
+        if index is not None and len(self._tools) >= FIND_TOOLS_FROM:
+            self._find_tools = find_tools_tool(self._search)
+            self._tools[FIND_TOOLS] = self._find_tools
+            # Offered by ``bundle`` itself, on every turn: no domain of any turn reaches it.
+            self._policies[FIND_TOOLS] = ToolPolicy(frozenset({FIND_TOOLS_DOMAIN}), "read", discovery=False)
         self._discovery = frozenset(discovery_domains)
         self._proposals = proposals
         self._proposed: dict[str, Tool] = {}
@@ -248,12 +292,19 @@ class ToolPolicyCatalog:
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def bundle(self, decision: RoutingDecision) -> Bundle:
-        """The tools for ``decision``. Unknown or unsure turns get read-only discovery tools; a
-        write tool also needs a write-capable intent, a matching phase and, when it asks for one,
-        a confirmation signal (before it, a single-call tool is offered as a proposal); on a side
-        query, a write tool must name the flow's phase."""
+    def bundle(self, decision: RoutingDecision, text: str = "") -> Bundle:
+        """The tools for ``decision`` (on the turn's ``text``). Unknown or unsure turns get
+        read-only discovery tools; a write tool also needs a write-capable intent, a matching
+        phase and, when it asks for one, a confirmation signal (before it, a single-call tool is
+        offered as a proposal); on a side query, a write tool must name the flow's phase. Under
+        ``WIDEN_BELOW`` confidence the tool index adds what the text itself points at."""
         chosen = [self._offer(tool, policy, decision) for tool, policy in self._candidates(decision)]
+        if self._index is not None and text and decision.confidence < WIDEN_BELOW:
+            chosen = self._widened(chosen, decision, text, self._index)
+        elif self._index is not None and text and decision.intent in ASKING_INTENTS:
+            chosen = self._best_read(chosen, decision, text, self._index)
+        if self._find_tools is not None:
+            chosen.append(self._find_tools)
         kept, trimmed = self._trim(chosen, decision.domains)
         names: dict[str, Tool] = {}
         for tool in kept:
@@ -299,6 +350,83 @@ class ToolPolicyCatalog:
                 chosen.append((tool, policy))
         return chosen
 
+    def discovered(self, names: Iterable[str], decision: RoutingDecision, *, writes: bool) -> list[Tool]:
+        """Tools a search found, as the turn may see them: a read whose phases allow the turn's
+        as it is; a write only if ``writes``, never on a side query, and as a proposal the user
+        confirms on a later turn (outside any flow); nothing without a policy."""
+        found: list[Tool] = []
+        for name in names:
+            tool, policy = self._tools.get(name), self._policies.get(name)
+            if tool is None or policy is None or name == FIND_TOOLS:
+                continue
+            if policy.phases and decision.phase not in policy.phases:
+                continue
+            if not policy.writes:
+                found.append(tool)
+            elif writes and not decision.side_query and self._proposes(policy):
+                found.append(self._proposal(tool, policy))
+        return found
+
+    def _widened(self, chosen: list[Tool], decision: RoutingDecision, text: str, index: ToolIndex) -> list[Tool]:
+        """The second stage of an unsure turn: the reads the text's words point at and, when it
+        asks for a change the router could not place, the writes they point at in the domains it
+        names (as proposals)."""
+        ranked = [hit for hit in index.rank(text, also=decision.domains, limit=12) if hit.score >= SECOND_STAGE_FLOOR]
+        if not ranked:
+            return chosen
+        have = {t.name for t in chosen}
+        placed = any(self._policies[t.name].writes for t in chosen)
+        best = self._policies.get(ranked[0].name)
+        # A change verb the router knows, or a request worded as no question whose best card is a write.
+        change = _change_asked(decision) or (
+            ASKS_SIGNAL not in decision.signals and best is not None and best.writes and best.operation != "delete"
+        )
+        change = change and not placed and bool(decision.domains)
+        reads: list[str] = []
+        writes: list[str] = []
+        for hit in ranked:
+            policy = self._policies.get(hit.name)
+            if hit.score < ranked[0].score * SECOND_STAGE_SHARE or policy is None or hit.name in have:
+                continue
+            if not policy.writes and len(reads) < SECOND_STAGE_READS:
+                reads.append(hit.name)
+            elif policy.writes and change and policy.domains & decision.domains and len(writes) < SECOND_STAGE_WRITES:
+                writes.append(hit.name)
+        return [*chosen, *self.discovered([*reads, *writes], decision, writes=change)]
+
+    def _best_read(self, chosen: list[Tool], decision: RoutingDecision, text: str, index: ToolIndex) -> list[Tool]:
+        """A question the router placed still gets the one read its words point at most clearly,
+        when the router's domains left it out ("what can a member get for 700 points?" is about
+        rewards as much as members)."""
+        have = {t.name for t in chosen}
+        for hit in index.rank(text, also=decision.domains, limit=6):
+            policy = self._policies.get(hit.name)
+            if policy is None or policy.writes:
+                continue
+            if hit.score < BEST_READ_FLOOR or hit.name in have:
+                return chosen
+            return [*chosen, *self.discovered([hit.name], decision, writes=False)]
+        return chosen
+
+    def search(self, need: str, decision: RoutingDecision) -> list[Tool]:
+        """What ``find_tools(need)`` finds on a turn read as ``decision``: the cards ``need``
+        matches, admitted under the turn's rules (writes, as proposals, unless the turn is a
+        greeting or unsure of anything to do)."""
+        if self._index is None:
+            return []
+        ranked = self._index.rank(need, limit=8)
+        close = [r.name for r in ranked if r.score >= ranked[0].score * SECOND_STAGE_SHARE]
+        return self.discovered(close, decision, writes=decision.intent not in READ_ONLY_INTENTS)
+
+    def _search(self, need: str, context: ToolContext) -> list[Tool]:
+        return self.search(need, context.decision or RoutingDecision("unknown", frozenset(), 0.0, IDLE_PHASE))
+
+    def _proposal(self, tool: Tool, policy: ToolPolicy) -> Tool:
+        assert self._proposals is not None
+        if tool.name not in self._proposed:
+            self._proposed[tool.name] = self._proposals(tool, policy)
+        return self._proposed[tool.name]
+
     def _proposes(self, policy: ToolPolicy) -> bool:
         """A single call outside any flow can be proposed now and confirmed next turn; a flow's
         own gated step (a draft's submit) is confirmed inside its flow instead."""
@@ -307,16 +435,14 @@ class ToolPolicyCatalog:
     def _offer(self, tool: Tool, policy: ToolPolicy, decision: RoutingDecision) -> Tool:
         if not (policy.writes and policy.requires_confirmation) or CONFIRMED_SIGNAL in decision.signals:
             return tool
-        assert self._proposals is not None  # _candidates only lets a gated tool through with it
-        if tool.name not in self._proposed:
-            self._proposed[tool.name] = self._proposals(tool, policy)
-        return self._proposed[tool.name]
+        return self._proposal(tool, policy)  # _candidates only lets a gated tool through with proposals
 
     def _trim(self, chosen: list[Tool], domains: frozenset[str]) -> tuple[list[Tool], tuple[str, ...]]:
-        """Within the schema budget: writes and flow steps stay (they are what the turn asked
-        for). Reads go from the least to the most specific to the turn: those that cover fewer of
-        its domains first ("a member's vouchers" outlives "list members" on a member + voucher
-        question), plain reads before list/search ones, then the largest schema first."""
+        """Within the schema budget: writes, flow steps and ``find_tools`` stay (what the turn
+        asked for, or its way to more). Reads go from the least to the most specific to the turn:
+        those that cover fewer of its domains first ("a member's vouchers" outlives "list
+        members" on a member + voucher question), plain reads before list/search ones, then the
+        largest schema first."""
         if self._fit is None:
             return chosen, ()
         fit = self._fit
@@ -327,7 +453,7 @@ class ToolPolicyCatalog:
 
         def rank(tool: Tool) -> tuple[int, int, int, int]:
             policy = self._policies[tool.name]
-            if policy.writes or policy.phases:
+            if policy.writes or policy.phases or tool is self._find_tools:
                 return (1, 0, 0, 0)
             return (0, len(policy.domains & domains), int(policy.discovery), -costs[tool.name])
 

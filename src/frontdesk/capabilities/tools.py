@@ -13,12 +13,15 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 from pydantic_ai import ToolDefinition
 
 from frontdesk.capabilities.lean_schema import nullable_as_type
+
+if TYPE_CHECKING:
+    from frontdesk.capabilities.policy import RoutingDecision
 
 ToolKind = Literal["retrieval", "action", "handoff"]
 
@@ -161,6 +164,9 @@ class ToolResult:
     evidence: ToolEvidence = field(default_factory=ToolEvidence)
     summary: Mapping[str, Any] | None = None
     state_key: str | None = None
+    # Tools this result makes callable from the generation's next step (``find_tools``); the
+    # catalog admitted them under the turn's rules before they got here.
+    offers: tuple[Tool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,8 @@ class ToolContext:
     channel_account_id: str = ""
     turn_key: str = ""  # unique per agent run: "once per run" side effects dedupe on it
     customer_language: str = "en"
+    # How the router read the turn: what a tool search may offer depends on it (``find_tools``).
+    decision: RoutingDecision | None = None
 
 
 Handler = Callable[[Any, ToolContext], Awaitable[ToolResult | Any]]

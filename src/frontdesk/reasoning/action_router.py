@@ -30,8 +30,10 @@ from typing import NotRequired, TypedDict
 
 from frontdesk.capabilities.policy import (
     ASKING_INTENTS,
+    ASKS_SIGNAL,
     CONFIRMED_SIGNAL,
     PENDING_CONFIRMATION_PHASE,
+    QUESTION_SIGNAL,
     RoutingDecision,
 )
 from frontdesk.reasoning._folding import Hit, PatternTable, Reader
@@ -44,7 +46,6 @@ IDLE = "idle"
 REVIEW_PHASE = "review"
 # Phases whose next message may confirm (or refuse) what the assistant just laid out.
 CONFIRM_PHASES = frozenset({REVIEW_PHASE, PENDING_CONFIRMATION_PHASE})
-QUESTION_SIGNAL = "form:question"
 NEUTRAL = "*"  # the "language" of patterns that belong to none: entity ids, codes, "?"
 # A confirmation may restate what it confirms ("yes, create it") but not ask for another change.
 CONFIRMABLE_WRITES = frozenset({"create"})
@@ -217,6 +218,7 @@ class ActionRouter:
                 *(f"domain:{d}" for d in domains),
                 *(f"named:{d}" for d in by_name),
                 *(f"action:{h.name}" for h in action_hits),
+                *((ASKS_SIGNAL,) if self._asks(text, cues) else ()),
             }
         )
         if writes and "question" in cues and not self._imperative(text, action_hits, cues, folded):
@@ -228,6 +230,14 @@ class ActionRouter:
         return _Reading(
             frozenset(domains), frozenset(reads), frozenset(writes), cues, tuple(signals), language, self._priority
         )
+
+    def _asks(self, text: str, cues: frozenset[str]) -> bool:
+        """Put as a question, with no request marker. The folded forms count even in a message
+        that is not read as unaccented Vietnamese ("vch_0042 het han chua"): this only keeps a
+        guessed change from being offered, so a wrong yes costs nothing."""
+        if "request" in cues:
+            return False
+        return "question" in cues or any(h.name == "question" for h in self._cues.hits(text, True))
 
     def _nominal_at(self, text: str, hit: Hit, folded: bool) -> bool:
         return hit.name not in READ_ACTIONS and bool(self._nominal.hits(text[: hit.start], folded))

@@ -207,7 +207,7 @@ class Agent:
                     confidence=min(decision.confidence, UNCONFIRMED_VOICE_CONFIDENCE),
                     signals=(*decision.signals, "voice_unconfirmed"),
                 )
-            bundle = pack.catalog.bundle(decision)
+            bundle = pack.catalog.bundle(decision, turn.batch_text)
             state.tool_names = frozenset(t.name for t in bundle.tools)
             route_span.set_attributes(
                 {
@@ -245,6 +245,7 @@ class Agent:
             channel_account_id=turn.channel_account_id,
             turn_key=turn.run_key,
             customer_language=decision.language,
+            decision=decision,
         )
         state.language = decision.language
         held_by = view.hold_texts if view is not None else {}

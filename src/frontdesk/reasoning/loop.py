@@ -116,19 +116,21 @@ async def run_generation(
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
     run = _Run(bundle, context, state, fallback_text, results, outcome_texts or {})
-    variants: dict[bool, ModelRequestParameters] = {}
+    variants: dict[tuple[bool, int], ModelRequestParameters] = {}
 
     def parameters() -> ModelRequestParameters:
-        """The request's tools; the reply's metadata changes once a tool returned a photo."""
+        """The request's tools; the reply's metadata changes once a tool returned a photo, the
+        tools once ``find_tools`` found more."""
         photos_fetched = any(evidence.photos for evidence in state.turn_evidence)
-        if photos_fetched not in variants:
+        key = (photos_fetched, len(run.bundle.tools))
+        if key not in variants:
             reply = reply_tool_definition(
                 tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
             )
-            variants[photos_fetched] = ModelRequestParameters(
-                function_tools=[*(t.definition() for t in bundle.tools), reply], allow_text_output=True
+            variants[key] = ModelRequestParameters(
+                function_tools=[*(t.definition() for t in run.bundle.tools), reply], allow_text_output=True
             )
-        return variants[photos_fetched]
+        return variants[key]
 
     history = list(messages)
     prose_hinted = False
@@ -270,6 +272,11 @@ class _Run:
         result = output if isinstance(output, ToolResult) else ToolResult(output)
         result = replace(result, evidence=replace(result.evidence, texts=output_texts(result.output)))
         record["ok"] = True
+        if result.offers:
+            # Callable from the next step; the gate knows them as offered this turn.
+            self.bundle = self.bundle.with_tools(result.offers)
+            self.state.tool_names |= {t.name for t in result.offers}
+            record["found"] = [t.name for t in result.offers]
         content = result.output
         if self.results is not None:
             shrunk = self.results.fit(content)
@@ -309,6 +316,7 @@ class _Run:
     ) -> GenerationResult:
         self.result.outcome = outcome
         self.result.blocks = blocks
+        _mark_searches(self.result.tool_calls)
         self.result.detail = detail
         self.result.claims = [c.model_dump() for c in claims]
         return self.result
@@ -322,6 +330,15 @@ class _Run:
         done = [text for event, text in self.outcome_texts.items() if event in events]
         self.result.hold = True
         return self.finish(Outcome.FALLBACK, text_blocks(" ".join([*done, self.fallback_text])), reason, [])
+
+
+def _mark_searches(calls: list[dict[str, Any]]) -> None:
+    """Each ``find_tools`` call's record says whether a tool it found was then called (the trace's
+    measure of whether searching helped)."""
+    for at, record in enumerate(calls):
+        if "found" in record:
+            found = set(record["found"])
+            record["led_to_call"] = any(later.get("resolved", later["name"]) in found for later in calls[at + 1 :])
 
 
 def _reasons(verdict: Verdict) -> str:

@@ -51,6 +51,9 @@ class McpPack:
     # Where the router learns what things are called: domain -> the server's list tool. (Tiers
     # are named by the lexicon: their names are words such as "Gold".)
     name_sources: dict[str, str] = field(default_factory=dict)
+    # What staff say when they want each tool: tool -> language -> phrases (the tool's card in
+    # the tool index, ``capabilities/tool_index``).
+    tool_phrases: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def policies(self) -> dict[str, ToolPolicy]:
         from frontdesk.packs.loyalty.flow import flow_policies
@@ -64,8 +67,8 @@ class McpPack:
         return [*source.tools(kinds=kinds, evidence=loyalty_evidence), *flow_tools]
 
 
-def _lexicon() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA_DIR / "lexicon.json").read_text(encoding="utf-8"))
+def _data(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
     return data
 
 
@@ -76,7 +79,7 @@ def loyalty_pack() -> McpPack:
     return McpPack(
         name="loyalty",
         mcp_server="loyalty",
-        lexicon=_lexicon(),
+        lexicon=_data("lexicon.json"),
         discovery_domains=DISCOVERY_DOMAINS,
         default_policy={
             "business_description": "A retail loyalty programme's back office, used by its staff.",
@@ -93,4 +96,5 @@ def loyalty_pack() -> McpPack:
             "segment": "segment_list",
             "member": "member_list",
         },
+        tool_phrases=_data("tool_cards.json"),
     )
