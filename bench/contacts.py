@@ -62,8 +62,13 @@ class Reading:
     emails: tuple[str, ...]  # the gate's e-mail addresses, lower case
 
 
+# An extension written after the number ("ext. 204", "x12", "máy lẻ 105") is dialled after it:
+# the phone found is the number before it.
+_EXTENSION = re.compile(r"\s*(?:,\s*)?(?:ext\.?|extension|extensi[oó]n|x|máy lẻ|may le)\s*\d{1,5}\s*$", re.IGNORECASE)
+
+
 def digits(text: str) -> str:
-    return re.sub(r"\D", "", text)
+    return re.sub(r"\D", "", _EXTENSION.sub("", text))
 
 
 def load(path: Path) -> list[Line]:

@@ -43,6 +43,10 @@ def phones(text: str) -> list[str]:
         ("Ana: 1.212.555.0199", "12125550199"),
         ("Ana 555\u20130100", "5550100"),
         ("Bao, 0912 345 678 - 500 cards", "0912345678"),  # the quantity is not part of the number
+        ("(212) 555-0199 ext. 204", "2125550199"),  # the extension is dialled after the number
+        ("call 212-555-0199 x12", "2125550199"),
+        ("(028) 3822 1234 máy lẻ 105", "02838221234"),
+        ("Ana, order ORD-2026-0042, phone 0912 345 678", "0912345678"),
     ],
 )
 def test_a_phone_number_is_read_whatever_its_format(text: str, digits: str) -> None:
@@ -65,6 +69,13 @@ def test_a_phone_number_is_read_whatever_its_format(text: str, digits: str) -> N
         "mã đơn 2026120501 bị trễ",
         "pedido 88123456 todavía no llega",
         "banner 24x36 in, 3 of them",
+        "ISBN 978-3-16-148410-0 for the book cover",
+        "tracking no. 9400 1000 0000 0000 0000 00 says delivered",
+        "PO 4500012345 is approved",
+        "invoice INV-2026-0042 has the wrong total",
+        "ship it to ZIP 10001-1234",
+        "1.000\u20132.000 tờ rơi giá bao nhiêu",
+        "1,000-2,000 flyers",
     ],
 )
 def test_quantities_amounts_dates_and_order_numbers_are_not_phone_numbers(text: str) -> None:

@@ -20,9 +20,11 @@ from frontdesk.verification.money import money_values
 # A digit, then digits with at most two separators between them ("(212) 555-0199", "+84 912.345.678"):
 # "0912 345 678 - 500 cards" is a number and a quantity. Not inside a word, an amount ("$", "1,5"),
 # a reference ("#") or a decimal; after a label's dot or slash it is ("tel.0912 345 678").
-_PHONE = re.compile(r"(?<![\w$#])(?<!\d[.,/])\+?\d(?:[\s().\-\u2013]{0,2}\d){5,}(?!\w)")
+# Nor the digits of a code that starts with letters ("ORD-2026-0042", "INV_2026_0042").
+_PHONE = re.compile(r"(?<![\w$#])(?<!\d[.,/])(?<![A-Za-z][-_])\+?\d(?:[\s().\-\u2013]{0,2}\d){5,}(?!\w)")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE)
-_RANGE = re.compile(r"(\d{1,5})\s{0,2}[-\u2013]\s{0,2}(\d{1,5})")
+# Each end may be grouped in thousands ("1.000-2.000", "1,000 to 2,000" with an en dash).
+_RANGE = re.compile(r"(\d{1,3}(?:[.,]\d{3})?|\d{1,5})\s{0,2}[-\u2013]\s{0,2}(\d{1,3}(?:[.,]\d{3})?|\d{1,5})")
 # Words that introduce a phone number: what follows them is one even when it looks like a
 # quantity range ("call me at 555-1234"). Vietnamese "số" alone is not one ("số lượng": quantity).
 _PHONE_CUES = re.compile(
@@ -33,8 +35,14 @@ _PHONE_CUES = re.compile(
 # Numbers that name an order, an invoice or a parcel, not a person: blanked like dates.
 _REFERENCES = re.compile(
     r"\b(?:order|ref(?:erence)?|invoice|tracking|pedido|factura|referencia|"
-    r"mã đơn|ma don|đơn hàng|don hang|mã vận đơn|ma van don)\.?\s*(?:no\.?|number|n[º°o]\.?|#|:)?\s*#?[\w-]*\d[\w-]*",
+    r"mã đơn|ma don|đơn hàng|don hang|mã vận đơn|ma van don|p\.?o\.?|purchase order|"
+    r"zip(?: code)?|postal code|postcode|c[óo]digo postal|mã bưu chính|ma buu chinh)"
+    r"\.?\s*(?:no\.?|number|n[º°o]\.?|#|:)?\s*#?[\w-]*\d[\w-]*",
     re.IGNORECASE,
+)
+# Codes read in groups of digits: a parcel's tracking number, a book's ISBN.
+_GROUPED_CODES = re.compile(
+    r"\b(?:tracking|isbn(?:-1[03])?)\b\W{0,4}(?:no\.?|number|#)?\s*[\dX][\dX\s-]{8,}", re.IGNORECASE
 )
 # Digits that are not a phone number, blanked out before phone numbers are looked for: links,
 # dates and times ("2026-12-02 14:00", "9.00-17.00"), and amounts grouped in thousands
@@ -64,7 +72,7 @@ def contact_values(text: str) -> list[ContactValue]:
     rest = _EMAIL.sub(" ", text)
     for money in money_values(rest):
         rest = rest.replace(money.written, " ")
-    rest = _REFERENCES.sub(" ", _NOT_PHONES.sub(" ", rest))
+    rest = _REFERENCES.sub(" ", _NOT_PHONES.sub(" ", _GROUPED_CODES.sub(" ", rest)))
     for match in _PHONE.finditer(rest):
         written = match.group(0).strip()
         digits = re.sub(r"\D", "", written)
@@ -80,10 +88,10 @@ def _quantity_range(written: str, before: str) -> bool:
     shape = _RANGE.fullmatch(written)
     if shape is None or _PHONE_CUES.search(before):
         return False
-    low, high = shape.groups()
-    if high.startswith("0"):
+    low, high = (int(re.sub(r"\D", "", end)) for end in shape.groups())
+    if shape.group(2).startswith("0"):
         return False
-    return int(high) > int(low) and int(low) % 5 == 0 and int(high) % 5 == 0
+    return high > low and low % 5 == 0 and high % 5 == 0
 
 
 def keys_of(texts: Iterable[str]) -> set[str]:
