@@ -133,6 +133,20 @@ def test_a_change_the_router_could_not_place_gets_its_write_as_a_proposal_in_the
     assert "reward_restock" not in bundle.tool_names  # another domain's write never rides along
 
 
+def test_a_flow_step_that_matches_better_neither_is_offered_nor_hides_the_write_the_turn_may_have():
+    step = "promo_draft_freeze"  # a flow's own step: its card matches the words best
+    phrases = {**PHRASES, step: {"en": ["freeze the Summer Splash promo for now", "freeze the promo"]}}
+    policies = {**POLICIES, step: ToolPolicy(frozenset({"campaign"}), "update", phases=frozenset({"draft"}))}
+    tools = [tool(name) for name in policies]
+    index = ToolIndex(tool_cards(tools, {n: p.domains for n, p in policies.items()}, phrases))
+    catalog = ToolPolicyCatalog(tools, policies, discovery_domains=(), proposals=proposal, index=index)
+
+    offered = catalog.bundle(decide("detail", {"campaign"}, confidence=0.7), "freeze the Summer Splash promo for now")
+
+    assert "campaign_pause" in offered.tool_names
+    assert step not in offered.tool_names
+
+
 def test_the_same_words_put_as_a_question_get_no_write():
     decision = decide("detail", {"campaign"}, confidence=0.7, signals=[ASKS_SIGNAL])
 

@@ -228,6 +228,11 @@ def test_previews_simulations_and_eligibility_checks_are_reads(router, text, dom
         ("xoa phan khuc seg_0010", "xóa phân khúc seg_0010"),
         ("so du cua hoi vien mem_0020 la bao nhieu", "số dư của hội viên mem_0020 là bao nhiêu"),
         ("danh sach qua doi diem", "danh sách quà đổi điểm"),
+        # a one-syllable verb, in a message that two particles ("cai", "khong") mark as Vietnamese
+        (
+            "xoa cai chuong trinh nhap cmp_0002 di, nam nay khong lam nua",
+            "xóa cái chương trình nháp cmp_0002 đi, năm nay không làm nữa",
+        ),
     ],
 )
 def test_vietnamese_without_diacritics_routes_like_the_accented_text(router, plain, accented):
@@ -288,6 +293,8 @@ def test_a_question_about_a_change_stays_read_only(router, text):
         ("tạm dừng cmp_0007 được không?", "pause"),
         ("em tắt giúp anh quy tắc rul_0005 nhé?", "deactivate"),
         ("có thể kích hoạt cmp_0007 không?", "activate"),
+        ("mem_0052 is back with us, can you reactivate him?", "activate"),  # the request opens its sentence
+        ("can we resume cmp_0007 now?", "activate"),
     ],
 )
 def test_a_request_put_as_a_question_is_still_a_request(router, text, intent):

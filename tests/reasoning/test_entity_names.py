@@ -33,6 +33,23 @@ def test_a_name_names_its_domain_whatever_its_case_or_diacritics() -> None:
     assert NAMES.domains_in("gia hạn Mid-Autumn deal") == {"campaign"}
 
 
+def test_a_thing_is_found_by_the_short_form_people_use_and_in_the_plural_but_a_person_only_whole() -> None:
+    names = EntityNames(
+        {
+            "reward": ["Vé xem phim CGV 2D", "Lounge pass Tân Sơn Nhất", "Canvas tote", "Lounge chair cushion"],
+            "campaign": ["Weekend Double Points"],
+            "member": ["Nguyễn Văn An Khang"],
+        }
+    )
+
+    assert names.domains_in("đổi vé CGV cho anh Bình") == {"reward"}
+    assert names.domains_in("we're out of canvas totes") == {"reward"}
+    assert names.domains_in("how is weekend double doing?") == {"campaign"}
+    # one word of a name is not its short form; a person is never shortened
+    assert names.domains_in("the lounge is closed") == frozenset()
+    assert names.domains_in("nguyen van an called") == frozenset()
+
+
 def test_a_short_single_word_or_part_of_a_word_is_not_a_name() -> None:
     assert NAMES.domains_in("ask the staff") == frozenset()  # "Staff" is too ordinary a word
     assert NAMES.domains_in("Oliver Trang called") == frozenset()  # not Oliver Tran

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from frontdesk.capabilities.discovery import FIND_TOOLS, FIND_TOOLS_DOMAIN, FIND_TOOLS_FROM, find_tools_tool
-from frontdesk.capabilities.tool_index import ToolIndex
+from frontdesk.capabilities.tool_index import Ranked, ToolIndex
 from frontdesk.capabilities.tools import Tool, ToolContext
 
 Operation = Literal["read", "create", "update", "delete"]
@@ -371,22 +371,22 @@ class ToolPolicyCatalog:
         """The second stage of an unsure turn: the reads the text's words point at and, when it
         asks for a change the router could not place, the writes they point at in the domains it
         names (as proposals)."""
-        ranked = [hit for hit in index.rank(text, also=decision.domains, limit=12) if hit.score >= SECOND_STAGE_FLOOR]
-        if not ranked:
+        ranked = self._ranked(index, text, decision)
+        if not ranked or ranked[0].score < SECOND_STAGE_FLOOR:
             return chosen
+        close = [hit for hit in ranked if hit.score >= ranked[0].score * SECOND_STAGE_SHARE]
         have = {t.name for t in chosen}
         placed = any(self._policies[t.name].writes for t in chosen)
-        best = self._policies.get(ranked[0].name)
-        # A change verb the router knows, or a request worded as no question whose best card is a write.
-        change = _change_asked(decision) or (
-            ASKS_SIGNAL not in decision.signals and best is not None and best.writes and best.operation != "delete"
-        )
+        # A change verb the router knows, or a request not put as a question whose words point
+        # at a write before anything else.
+        pointed = self._policies[ranked[0].name].writes
+        change = _change_asked(decision) or (ASKS_SIGNAL not in decision.signals and pointed)
         change = change and not placed and bool(decision.domains)
         reads: list[str] = []
         writes: list[str] = []
-        for hit in ranked:
-            policy = self._policies.get(hit.name)
-            if hit.score < ranked[0].score * SECOND_STAGE_SHARE or policy is None or hit.name in have:
+        for hit in close:
+            policy = self._policies[hit.name]
+            if hit.name in have:
                 continue
             if not policy.writes and len(reads) < SECOND_STAGE_READS:
                 reads.append(hit.name)
@@ -394,14 +394,29 @@ class ToolPolicyCatalog:
                 writes.append(hit.name)
         return [*chosen, *self.discovered([*reads, *writes], decision, writes=change)]
 
+    def _ranked(
+        self, index: ToolIndex, text: str, decision: RoutingDecision, limit: int = 12, *, by_domains: bool = True
+    ) -> list[Ranked]:
+        """The cards ``text`` (and, ``by_domains``, the router's domains) match, of the tools the
+        turn's phase admits at all (a flow's steps outside the flow are not candidates, and must
+        not outrank those that are)."""
+        hits = index.rank(text, also=decision.domains if by_domains else (), limit=limit + 8)
+        admitted = [
+            hit
+            for hit in hits
+            if (policy := self._policies.get(hit.name)) is not None
+            and hit.name != FIND_TOOLS
+            and (not policy.phases or decision.phase in policy.phases)
+        ]
+        return admitted[:limit]
+
     def _best_read(self, chosen: list[Tool], decision: RoutingDecision, text: str, index: ToolIndex) -> list[Tool]:
         """A question the router placed still gets the one read its words point at most clearly,
         when the router's domains left it out ("what can a member get for 700 points?" is about
         rewards as much as members)."""
         have = {t.name for t in chosen}
-        for hit in index.rank(text, also=decision.domains, limit=6):
-            policy = self._policies.get(hit.name)
-            if policy is None or policy.writes:
+        for hit in self._ranked(index, text, decision, limit=6):
+            if self._policies[hit.name].writes:
                 continue
             if hit.score < BEST_READ_FLOOR or hit.name in have:
                 return chosen
@@ -414,7 +429,7 @@ class ToolPolicyCatalog:
         greeting or unsure of anything to do)."""
         if self._index is None:
             return []
-        ranked = self._index.rank(need, limit=8)
+        ranked = self._ranked(self._index, need, decision, limit=8, by_domains=False)
         close = [r.name for r in ranked if r.score >= ranked[0].score * SECOND_STAGE_SHARE]
         return self.discovered(close, decision, writes=decision.intent not in READ_ONLY_INTENTS)
 

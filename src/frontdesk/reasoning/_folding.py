@@ -18,6 +18,13 @@ from dataclasses import dataclass
 
 # Two words, or two words around an amount ("cong 150 diem").
 _TWO_WORDS = re.compile(r"[^\W\d_]+\s+(?:\d[\d.,]*k?\s+)?[^\W\d_]+")
+# Vietnamese function words typed without diacritics that no English message uses: two of them
+# mark a message as unaccented Vietnamese even when its verb is one syllable ("xoa cai
+# campaign nhap di, nam nay khong lam nua").
+_PARTICLES = frozenset(
+    {"khong", "roi", "nhe", "nha", "cua", "cai", "giup", "chua", "duoc", "voi", "luon", "dum", "nhung"}
+)
+_WORDS = re.compile(r"[^\W\d_]+")
 
 
 def fold(text: str) -> str:
@@ -90,4 +97,7 @@ class Reader:
 
     def unaccented_vietnamese(self, text: str) -> bool:
         """``text`` has no diacritics and still contains a (folded) Vietnamese phrase."""
-        return fold(text) == text and any(p.folded_phrase(text) for p in self._patterns)
+        if fold(text) != text:
+            return False
+        particles = {w for w in _WORDS.findall(text.lower()) if w in _PARTICLES}
+        return len(particles) >= 2 or any(p.folded_phrase(text) for p in self._patterns)

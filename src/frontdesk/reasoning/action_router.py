@@ -50,6 +50,7 @@ NEUTRAL = "*"  # the "language" of patterns that belong to none: entity ids, cod
 # A confirmation may restate what it confirms ("yes, create it") but not ask for another change.
 CONFIRMABLE_WRITES = frozenset({"create"})
 _NOTHING_BEFORE = re.compile(r"[\W_]*")
+_SENTENCE_BREAK = re.compile(r"[,.;:!?]\s+")
 # A clause that points back at what the clause before it named ("…, then pause it", "…rồi thêm
 # Lan vào").
 _BACK_REFERENCE = re.compile(r"\b(?:it|its|them|this one|that one|nó|chúng|của nó)\b|\bvào\s*[.!]?\s*$", re.IGNORECASE)
@@ -185,9 +186,9 @@ class ActionRouter:
             if part.intent != "unknown" and part.domains:
                 parts.append(part)
         changes = sum(p.intent not in READ_ACTIONS for p in parts)
-        # Two changes; or a question and a change ("who redeemed X? also restock it"), where the
-        # question would otherwise have made the whole message a read.
-        if changes < 2 and not (changes == 1 and len(parts) >= 2 and not whole.writes):
+        # Two changes; or a question and a change ("who redeemed X? also restock it"): each part
+        # gets its own reading, so neither the question nor the change is lost to the other.
+        if changes < 2 and not (changes == 1 and len(parts) >= 2):
             return None
         return dataclasses.replace(_idle(whole), parts=tuple(parts))
 
@@ -244,13 +245,14 @@ class ActionRouter:
 
     def _imperative(self, text: str, action_hits: list[Hit], cues: frozenset[str], folded: bool) -> bool:
         """A request put as a question: a request marker, or a change verb that opens the message
-        (after nothing but a lead such as "please", "can you", "giúp em")."""
+        or its sentence (after nothing but a lead such as "please", "can you", "giúp em")."""
         if "request" in cues:
             return True
         for hit in action_hits:
             if hit.name in READ_ACTIONS:
                 continue
-            before = text[: hit.start]
+            # What the verb's own sentence says before it: "X is back with us, can you reactivate him?"
+            before = _SENTENCE_BREAK.split(text[: hit.start])[-1]
             if _NOTHING_BEFORE.fullmatch(before) or self._lead.hits(before, folded):
                 return True
         return False

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 # Where a bilingual or annotated name splits into names of its own.
 _HALVES = re.compile(r"\s+[/|-]\s+|\s*[()]\s*")
 MIN_SINGLE_WORD = 6  # letters a one-word name needs to count
+# People are named whole: a part of "Nguyễn Văn An" is a common word, or many other people.
+WHOLE_NAMES_ONLY = frozenset({"member"})
 PAGE = 100  # the service's largest page
 MAX_PER_DOMAIN = 5_000  # names read per domain at most (members beyond are found by phone or id)
 
@@ -34,19 +36,29 @@ def _key(text: str) -> str:
 
 
 class EntityNames:
-    """Names by domain, matched in one search."""
+    """Names by domain, matched in one search. Besides whole names, a thing that is not a person
+    is found by a short form people use for it, when no other name shares it: an acronym in its
+    name ("CGV" for "Vé xem phim CGV 2D") or the first two words of a longer name ("lounge pass"
+    for "Lounge pass Tân Sơn Nhất"); and a name in the plural is still the name ("tote bags")."""
 
     def __init__(self, names: Mapping[str, Iterable[str]] | None = None) -> None:
         self._domains: dict[str, set[str]] = {}
+        short: dict[str, set[tuple[str, str]]] = {}  # short form -> the (domain, name) it abbreviates
         for domain, written in (names or {}).items():
             for name in written:
                 for half in _HALVES.split(name):
                     key = _key(half)
                     if " " in key or sum(c.isalpha() for c in key) >= MIN_SINGLE_WORD:
                         self._domains.setdefault(key, set()).add(domain)
+                    if domain not in WHOLE_NAMES_ONLY:
+                        for form in _short_forms(half):
+                            short.setdefault(form, set()).add((domain, name))
+        for form, owners in short.items():
+            if len(owners) == 1 and form not in self._domains:
+                self._domains[form] = {domain for domain, _ in owners}
         keys = sorted(self._domains, key=len, reverse=True)  # the longest name wins where two overlap
         alternatives = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in keys)
-        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if keys else None
+        self._pattern = re.compile(rf"(?<!\w)(?P<name>{alternatives})(?:e?s)?(?!\w)") if keys else None
 
     def __len__(self) -> int:
         return len(self._domains)
@@ -57,8 +69,18 @@ class EntityNames:
             return frozenset()
         found: set[str] = set()
         for match in self._pattern.finditer(fold(text).lower()):
-            found |= self._domains.get(" ".join(match.group().split()), set())
+            found |= self._domains.get(" ".join(match.group("name").split()), set())
         return frozenset(found)
+
+
+def _short_forms(name: str) -> list[str]:
+    """What people shorten a name to: its acronyms ("CGV"), and the first two words of a name of
+    three or more when both are words of four letters or more ("lounge pass")."""
+    forms = [_key(word) for word in re.findall(r"\b[A-Z]{3,}\b", name)]
+    words = _key(name).split()
+    if len(words) >= 3 and all(sum(c.isalpha() for c in w) >= 4 for w in words[:2]):
+        forms.append(" ".join(words[:2]))
+    return forms
 
 
 async def read_names(call: ToolCall, sources: Mapping[str, str]) -> EntityNames:
