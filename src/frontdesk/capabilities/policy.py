@@ -88,8 +88,6 @@ SECOND_STAGE_SHARE = 0.6
 # The score (``tool_index.Ranked``) under which the best card is no evidence at all: small talk
 # ("thanks, that's all for now") still shares a word or two with some card.
 SECOND_STAGE_FLOOR = 1.85
-# On a question the router placed, the best read card is added only from this score: a clear match.
-BEST_READ_FLOOR = 2.8
 # The phase of a conversation with no open flow (back-office routers say so explicitly).
 IDLE_PHASE = "idle"
 # The phase of a conversation whose last turn proposed one confirmation-gated action: the next
@@ -415,12 +413,14 @@ class ToolPolicyCatalog:
         when the router's domains left it out ("what can a member get for 700 points?" is about
         rewards as much as members)."""
         have = {t.name for t in chosen}
-        for hit in self._ranked(index, text, decision, limit=6):
-            if self._policies[hit.name].writes:
-                continue
-            if hit.score < BEST_READ_FLOOR or hit.name in have:
+        reads = [hit for hit in self._ranked(index, text, decision, limit=6) if not self._policies[hit.name].writes]
+        if not reads or reads[0].score < SECOND_STAGE_FLOOR:
+            return chosen
+        for hit in reads:
+            if hit.score < reads[0].score * SECOND_STAGE_SHARE:
                 return chosen
-            return [*chosen, *self.discovered([hit.name], decision, writes=False)]
+            if hit.name not in have:  # the best read the router left out, as clear as its best
+                return [*chosen, *self.discovered([hit.name], decision, writes=False)]
         return chosen
 
     def search(self, need: str, decision: RoutingDecision) -> list[Tool]:
