@@ -191,6 +191,16 @@ def test_an_entity_id_or_code_is_enough_to_name_the_domain(router, text, intent,
         ("put mem_0530 on gold", "assign", "tier"),
         ("xét hạng lại cho mem_0530", "evaluate", "tier"),
         ("add a rule to cmp_0021", "create", "rule"),
+        # said as staff say it (the second tuning set, session 35)
+        ("mem_0530 was credited twice, take the 300 back", "adjust", "member"),
+        ("mem_0530 bought 450k of coffee at the counter", "record", "member"),
+        ("rwd_0031 should be 800 points from now on", "update", "reward"),
+        ("pull rwd_0031 from the catalogue", "deactivate", "reward"),
+        ("kill voucher vch_0099", "delete", "voucher"),
+        ("put 50 more rwd_0002 in", "restock", "reward"),
+        ("thêm 20 cái rwd_0002 vào kho", "restock", "reward"),
+        ("hạ mức thưởng của rul_0009 xuống 30 điểm", "update", "rule"),
+        ("new segment: silver members in Đà Nẵng", "create", "segment"),
     ],
 )
 def test_each_verb_family_names_its_own_action(router, text, intent, domain):
