@@ -286,6 +286,9 @@ def test_a_folded_syllable_alone_is_not_taken_for_vietnamese(router, text, not_d
         "tỉ lệ sử dụng voucher tháng này",
         "how many vouchers were redeemed in March",
         "các mức điểm để lên hạng vàng",
+        # a verb in the passive describes what happened; it asks for nothing
+        "liệt kê các voucher đã bị thu hồi",
+        "list the vouchers that were revoked",
     ],
 )
 def test_a_question_about_a_change_stays_read_only(router, text):
