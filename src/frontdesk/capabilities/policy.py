@@ -217,6 +217,14 @@ class Bundle:
         return dataclasses.replace(self, tools=(*self.tools, *new), names={**self.names, **{t.name: t for t in new}})
 
 
+def _placed(decision: RoutingDecision) -> bool:
+    """A question, or a change outside any flow or pending confirmation: what the router read
+    with confidence, which the clearest read it left out may still complete."""
+    if decision.intent in ASKING_INTENTS:
+        return True
+    return decision.intent not in READ_ONLY_INTENTS and decision.phase == IDLE_PHASE
+
+
 def _change_asked(decision: RoutingDecision) -> bool:
     """The router read a change in the turn (a change verb, not turned into a question)."""
     if QUESTION_SIGNAL in decision.signals:
@@ -299,7 +307,7 @@ class ToolPolicyCatalog:
         chosen = [self._offer(tool, policy, decision) for tool, policy in self._candidates(decision)]
         if self._index is not None and text and decision.confidence < WIDEN_BELOW:
             chosen = self._widened(chosen, decision, text, self._index)
-        elif self._index is not None and text and decision.intent in ASKING_INTENTS:
+        elif self._index is not None and text and _placed(decision):
             chosen = self._best_read(chosen, decision, text, self._index)
         if self._find_tools is not None:
             chosen.append(self._find_tools)
@@ -409,9 +417,10 @@ class ToolPolicyCatalog:
         return admitted[:limit]
 
     def _best_read(self, chosen: list[Tool], decision: RoutingDecision, text: str, index: ToolIndex) -> list[Tool]:
-        """A question the router placed still gets the one read its words point at most clearly,
+        """A turn the router placed still gets the one read its words point at most clearly,
         when the router's domains left it out ("what can a member get for 700 points?" is about
-        rewards as much as members)."""
+        rewards as much as members; "…if it has no budget left, pause it" needs the campaign's
+        performance as well as the pause)."""
         have = {t.name for t in chosen}
         reads = [hit for hit in self._ranked(index, text, decision, limit=6) if not self._policies[hit.name].writes]
         if not reads or reads[0].score < SECOND_STAGE_FLOOR:
