@@ -338,6 +338,8 @@ class Runtime:
         await self.signals.close()
         for source in self.mcp_sources:
             await source.close()
+        for agent_pack in self.agent_packs.values():
+            agent_pack.catalog.close()
         await self.channel_deps.http.aclose()
         await self.channel_deps.guarded_http.aclose()
         await self.db.dispose()

@@ -104,6 +104,13 @@ def test_the_cards_rank_the_tool_a_request_is_worded_for_first(text, best):
     assert index.rank(text)[0].name == best
 
 
+@pytest.mark.parametrize("text", ['NOT "pause" OR near*', "AND", "col:x NEAR(a b)", "会员积分查询", "x" * 100_000])
+def test_any_text_is_a_query_never_a_search_syntax_error(text):
+    index = ToolIndex(tool_cards([tool(name) for name in POLICIES], {}, PHRASES))
+
+    index.rank(text, also=['cam"paign', "NOT"])  # no exception: words only, each one quoted
+
+
 def test_a_message_with_no_word_on_any_card_ranks_nothing():
     index = ToolIndex(tool_cards([tool(name) for name in POLICIES], {}, PHRASES))
 
@@ -190,3 +197,12 @@ def test_find_tools_finds_writes_only_as_proposals_and_never_a_flow_step_or_on_a
     unsure = decide("unknown", confidence=0.2)
     assert "campaign_pause" not in [t.name for t in large.search("pause the campaign", unsure)]
     assert "campaign_list" in [t.name for t in large.search("which promotions are running", unsure)]
+
+
+def test_a_turn_too_unsure_for_a_write_gets_none_from_a_search_either():
+    # A voice note the transcriber was unsure of: read as a pause, capped below the write threshold.
+    unconfirmed = decide("pause", {"campaign"}, confidence=0.5, signals=["voice_unconfirmed"])
+    large = catalog(extra=FIND_TOOLS_FROM)
+
+    assert "campaign_pause" not in large.bundle(unconfirmed, "pause the Summer Splash promo").tool_names
+    assert "campaign_pause" not in [t.name for t in large.search("pause the campaign", unconfirmed)]

@@ -45,9 +45,18 @@ def test_a_thing_is_found_by_the_short_form_people_use_and_in_the_plural_but_a_p
     assert names.domains_in("đổi vé CGV cho anh Bình") == {"reward"}
     assert names.domains_in("we're out of canvas totes") == {"reward"}
     assert names.domains_in("how is weekend double doing?") == {"campaign"}
-    # one word of a name is not its short form; a person is never shortened
+    # one word of a name is not its short form; a person is never shortened, nor made plural
     assert names.domains_in("the lounge is closed") == frozenset()
     assert names.domains_in("nguyen van an called") == frozenset()
+    assert names.domains_in("the nguyen van an khangs") == frozenset()
+
+
+def test_a_word_in_capitals_is_an_acronym_only_when_it_reads_as_none() -> None:
+    names = EntityNames({"reward": ["FREE Coffee Voucher", "Vé VIP"], "campaign": ["SUMMER SALE 2024"]})
+
+    assert names.domains_in("is it free?") == frozenset()
+    assert names.domains_in("any sales today?") == frozenset()
+    assert names.domains_in("đổi vé VIP cho khách") == {"reward"}
 
 
 def test_a_short_single_word_or_part_of_a_word_is_not_a_name() -> None:

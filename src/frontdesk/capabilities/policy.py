@@ -284,6 +284,11 @@ class ToolPolicyCatalog:
         self._fit = fit
         self._costs: dict[int, int] = {}  # by tool object: a proposal's description differs
 
+    def close(self) -> None:
+        """Release the tool index (its in-memory database)."""
+        if self._index is not None:
+            self._index.close()
+
     def unpoliced(self) -> list[str]:
         """Tools that have no policy, and so are never offered."""
         return sorted(set(self._tools) - set(self._policies))
@@ -305,7 +310,7 @@ class ToolPolicyCatalog:
         offered as a proposal); on a side query, a write tool must name the flow's phase. Under
         ``WIDEN_BELOW`` confidence the tool index adds what the text itself points at."""
         chosen = [self._offer(tool, policy, decision) for tool, policy in self._candidates(decision)]
-        if self._index is not None and text and decision.confidence < WIDEN_BELOW:
+        if self._index is not None and text and decision.intent != "greeting" and decision.confidence < WIDEN_BELOW:
             chosen = self._widened(chosen, decision, text, self._index)
         elif self._index is not None and text and _placed(decision):
             chosen = self._best_read(chosen, decision, text, self._index)
@@ -358,8 +363,14 @@ class ToolPolicyCatalog:
 
     def discovered(self, names: Iterable[str], decision: RoutingDecision, *, writes: bool) -> list[Tool]:
         """Tools a search found, as the turn may see them: a read whose phases allow the turn's
-        as it is; a write only if ``writes``, never on a side query, and as a proposal the user
-        confirms on a later turn (outside any flow); nothing without a policy."""
+        as it is (only a low-risk one on an unsure turn); a write only if ``writes`` and the turn
+        could be given one at all (not a greeting, an unsure turn, a voice note not yet
+        confirmed, or a side query), and then as a proposal the user confirms on a later turn
+        (outside any flow); nothing without a policy. A found write need not be of the action
+        the router read: the search exists for turns the router misread, and the confirmation
+        is what makes that safe."""
+        unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
+        writes = writes and not unsure and not decision.side_query
         found: list[Tool] = []
         for name in names:
             tool, policy = self._tools.get(name), self._policies.get(name)
@@ -368,8 +379,9 @@ class ToolPolicyCatalog:
             if policy.phases and decision.phase not in policy.phases:
                 continue
             if not policy.writes:
-                found.append(tool)
-            elif writes and not decision.side_query and self._proposes(policy):
+                if policy.risk == "low" or not unsure:
+                    found.append(tool)
+            elif writes and self._proposes(policy):
                 found.append(self._proposal(tool, policy))
         return found
 
@@ -434,13 +446,12 @@ class ToolPolicyCatalog:
 
     def search(self, need: str, decision: RoutingDecision) -> list[Tool]:
         """What ``find_tools(need)`` finds on a turn read as ``decision``: the cards ``need``
-        matches, admitted under the turn's rules (writes, as proposals, unless the turn is a
-        greeting or unsure of anything to do)."""
+        matches, admitted under the turn's rules (``discovered``)."""
         if self._index is None:
             return []
         ranked = self._ranked(self._index, need, decision, limit=8, by_domains=False)
         close = [r.name for r in ranked if r.score >= ranked[0].score * SECOND_STAGE_SHARE]
-        return self.discovered(close, decision, writes=decision.intent not in READ_ONLY_INTENTS)
+        return self.discovered(close, decision, writes=True)
 
     def _search(self, need: str, context: ToolContext) -> list[Tool]:
         return self.search(need, context.decision or RoutingDecision("unknown", frozenset(), 0.0, IDLE_PHASE))

@@ -71,8 +71,9 @@ class ToolIndex:
     """BM25 over tool cards, in memory (built once per catalog; a query reads ~100 rows)."""
 
     def __init__(self, cards: Iterable[ToolCard]) -> None:
-        # One connection for the index's life, used from the event loop's thread only; created
-        # in another (a worker's start-up), hence no same-thread check.
+        # One connection for the index's life (``close``). Built where the runtime starts, used
+        # from its event loop; a test or a bench may build it in one thread and query it in
+        # another, and SQLite serialises the access, hence no same-thread check.
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._db.execute(
             "CREATE VIRTUAL TABLE cards USING fts5("
@@ -93,8 +94,9 @@ class ToolIndex:
     def rank(self, text: str, *, also: Iterable[str] = (), limit: int = 8) -> list[Ranked]:
         """The tools whose cards best match ``text`` (plus the words ``also``, e.g. the domains the
         router read), best first; none when no word of it is on any card."""
-        words = _WORD.findall(fold(text))[:MAX_QUERY_WORDS]
-        terms = {f'"{w}"' for w in [*words, *(fold(a) for a in also)]}
+        words = [m.group() for m in itertools.islice(_WORD.finditer(fold(text)), MAX_QUERY_WORDS)]
+        extra = [w for a in also for w in _WORD.findall(fold(a))]  # letters only: never FTS5 syntax
+        terms = {f'"{w}"' for w in [*words, *extra]}
         terms |= {f'"{a} {b}"' for a, b in itertools.pairwise(words)}
         if not terms:
             return []
@@ -108,3 +110,6 @@ class ToolIndex:
             if len(best) == limit:
                 break
         return [Ranked(name, score) for name, score in best.items()]
+
+    def close(self) -> None:
+        self._db.close()

@@ -57,8 +57,12 @@ class EntityNames:
             if len(owners) == 1 and form not in self._domains:
                 self._domains[form] = {domain for domain, _ in owners}
         keys = sorted(self._domains, key=len, reverse=True)  # the longest name wins where two overlap
-        alternatives = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in keys)
-        self._pattern = re.compile(rf"(?<!\w)(?P<name>{alternatives})(?:e?s)?(?!\w)") if keys else None
+        # A thing's name may be said in the plural ("tote bags"); a person's never is.
+        alternatives = "|".join(
+            re.escape(k).replace(r"\ ", r"\s+") + ("" if self._domains[k] & WHOLE_NAMES_ONLY else "(?:e?s)?")
+            for k in keys
+        )
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if keys else None
 
     def __len__(self) -> int:
         return len(self._domains)
@@ -69,14 +73,22 @@ class EntityNames:
             return frozenset()
         found: set[str] = set()
         for match in self._pattern.finditer(fold(text).lower()):
-            found |= self._domains.get(" ".join(match.group("name").split()), set())
+            said = " ".join(match.group().split())
+            for key in (said, said.removesuffix("s"), said.removesuffix("es")):
+                if key in self._domains:
+                    found |= self._domains[key]
+                    break
         return frozenset(found)
 
 
 def _short_forms(name: str) -> list[str]:
-    """What people shorten a name to: its acronyms ("CGV"), and the first two words of a name of
-    three or more when both are words of four letters or more ("lounge pass")."""
-    forms = [_key(word) for word in re.findall(r"\b[A-Z]{3,}\b", name)]
+    """What people shorten a name to: its acronyms ("CGV", "VIP": capitals with at most one
+    vowel, in a name not written all in capitals, so "FREE" or "SALE" are not one), and the
+    first two words of a name of three or more when both are words of four letters or more
+    ("lounge pass")."""
+    shouted = not any(c.islower() for c in name)
+    acronyms = [] if shouted else re.findall(r"\b[A-Z]{3,5}\b", name)
+    forms = [_key(word) for word in acronyms if sum(c in "AEIOUY" for c in word) <= 1]
     words = _key(name).split()
     if len(words) >= 3 and all(sum(c.isalpha() for c in w) >= 4 for w in words[:2]):
         forms.append(" ".join(words[:2]))

@@ -43,6 +43,8 @@ from frontdesk.reasoning.terminal import REPLY_TOOL, TerminalPayload, reply_tool
 from frontdesk.verification import ImageGroup, ReplyContent, Verdict, companion_failures, verify
 from frontdesk.verification.claims import Claim
 
+# Tools ``find_tools`` may add to one turn, over all its searches (two searches' worth).
+MAX_FOUND_PER_TURN = 8
 NOT_OFFERED = "(not offered)"  # the metrics/span name of a tool call the bundle did not resolve
 FALLBACK_TEXT = (
     "Thanks for your message! I can't answer that properly right now, "
@@ -228,6 +230,10 @@ class _Run:
     results: ResultAllowance | None = None
     outcome_texts: Mapping[str, str] = field(default_factory=dict)  # event -> what it did, in words
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
+    offered_at_start: int = 0  # the bundle's size before any search added to it
+
+    def __post_init__(self) -> None:
+        self.offered_at_start = len(self.bundle.tools)
 
     async def tool(self, call: ToolCallPart) -> ToolReturnPart:
         tool = self.bundle.resolve(call.tool_name)
@@ -273,10 +279,13 @@ class _Run:
         result = replace(result, evidence=replace(result.evidence, texts=output_texts(result.output)))
         record["ok"] = True
         if result.offers:
-            # Callable from the next step; the gate knows them as offered this turn.
-            self.bundle = self.bundle.with_tools(result.offers)
-            self.state.tool_names |= {t.name for t in result.offers}
-            record["found"] = [t.name for t in result.offers]
+            # Callable from then on, the gate knowing them as offered this turn; at most
+            # ``MAX_FOUND_PER_TURN`` in all, so searching cannot grow the schemas without bound.
+            room = MAX_FOUND_PER_TURN - (len(self.bundle.tools) - self.offered_at_start)
+            added = [t for t in result.offers if t.name not in self.bundle.names][: max(0, room)]
+            self.bundle = self.bundle.with_tools(added)
+            self.state.tool_names |= {t.name for t in added}
+            record["found"] = [t.name for t in added]
         content = result.output
         if self.results is not None:
             shrunk = self.results.fit(content)
