@@ -27,12 +27,6 @@ def read(home: str, *also: str) -> ToolPolicy:
     return ToolPolicy(frozenset({home, *also}), "read", home=home, discovery=False)
 
 
-def flow_step(home: str, *also: str) -> ToolPolicy:
-    """A read the staged rule flow calls itself (its steps validate through it); the model gets
-    each step's own small tool instead."""
-    return ToolPolicy(frozenset({home, *also}), "read", phases=STAGED_ONLY, home=home, discovery=False)
-
-
 def entry(home: str) -> ToolPolicy:
     """A list or search read: where an unsure turn may start looking (offered on unknown turns)."""
     return ToolPolicy(frozenset({home}), "read", home=home)
@@ -92,8 +86,10 @@ POLICIES: dict[str, ToolPolicy] = {
     "rule_set_priority": write("update", "rule", actions=("update", "prioritize")),
     "rule_list_formula_types": read("rule"),
     "rule_get_formula_schema": read("rule"),
-    "rule_validate_formula": flow_step("rule"),
-    "rule_validate_criteria": flow_step("rule", "segment"),
+    # The staged flow validates each step through these itself; staff may also ask outside it
+    # ("is this formula valid?"), and their schemas are small (free-form JSON to check).
+    "rule_validate_formula": read("rule"),
+    "rule_validate_criteria": read("rule", "segment"),
     "rule_preview_points": read("rule"),
     "rule_simulate_purchase": read("rule", "member"),
     # -- reward
