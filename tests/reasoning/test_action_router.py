@@ -454,6 +454,9 @@ ISSUE_VOUCHER = ("issue", {"member", "voucher"})
             [("pause", {"campaign"}), ("issue", {"member", "voucher"})],
         ),
         ("tam dung cmp_0021 va kich hoat cmp_0022", [("pause", {"campaign"}), ("activate", {"campaign"})]),
+        # a clause of an unaccented Vietnamese message is read as Vietnamese even alone; "+" joins two
+        ("doi ten rul_0003 thanh 'App +50', xong xoa seg_0006", [("update", {"rule"}), ("delete", {"segment"})]),
+        ("delete rul_0044 + create a campaign 'Black Friday'", [("delete", {"rule"}), ("create", {"campaign"})]),
         # a clause that points back ("it", "nó", "…vào") is about what the one before named
         ("create a campaign and activate it", [("create", {"campaign"}), ("activate", {"campaign"})]),
         ("tạo nhóm VIP mới rồi thêm mem_0530 vào", [("create", {"segment"}), ("add", {"member", "segment"})]),

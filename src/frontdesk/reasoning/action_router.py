@@ -54,11 +54,11 @@ _SENTENCE_BREAK = re.compile(r"[,.;:!?]\s+")
 # A clause that points back at what the clause before it named ("…, then pause it", "…rồi thêm
 # Lan vào").
 _BACK_REFERENCE = re.compile(r"\b(?:it|its|them|this one|that one|nó|chúng|của nó)\b|\bvào\s*[.!]?\s*$", re.IGNORECASE)
-# Where one request may end and the next begin: "…; …", "…, and then …", "… và …", "… rồi …".
+# Where one request may end and the next begin: "…; …", "… + …", "…, and then …", "… và …", "… rồi …".
 # A split counts only when its clauses ask for two changes, or a change beside a question
 # (``_several``), so "campaigns and rewards" never splits a single request.
 _CLAUSE_BREAK = re.compile(
-    r"\s*(?:[;\n]|,?\s+(?:and then|and also|and|then|also|plus)\s+|"
+    r"\s*(?:[;\n]|\s\+\s|,?\s+(?:and then|and also|and|then|also|plus)\s+|"
     r",?\s+(?:và|va|rồi|roi|sau đó|sau do|với cả|voi ca|xong)\s+)\s*",
     re.IGNORECASE,
 )
@@ -177,8 +177,11 @@ class ActionRouter:
         if len(clauses) < 2:
             return None
         parts: list[RoutingDecision] = []
+        # A clause of a message typed in unaccented Vietnamese is read as such, even alone ("xoa
+        # segment seg_0006" after "doi ten rule 3 thanh …").
+        unaccented = self._reader.unaccented_vietnamese(text)
         for clause in clauses:
-            reading = self._read(clause, preferred)
+            reading = self._read(clause, preferred, unaccented=unaccented)
             if parts and _BACK_REFERENCE.search(clause):
                 # "…, then copy it to cmp_0002": the clause is about what the one before named too.
                 reading = dataclasses.replace(reading, domains=reading.domains | parts[-1].domains)
@@ -192,8 +195,8 @@ class ActionRouter:
             return None
         return dataclasses.replace(_idle(whole), parts=tuple(parts))
 
-    def _read(self, text: str, preferred: str | None) -> _Reading:
-        folded = self._reader.unaccented_vietnamese(text)
+    def _read(self, text: str, preferred: str | None, *, unaccented: bool = False) -> _Reading:
+        folded = unaccented or self._reader.unaccented_vietnamese(text)
         domain_hits = self._domains.hits(text, folded)
         named = {h.name for h in domain_hits}
         by_name = self.names.domains_in(text)
