@@ -286,9 +286,16 @@ def test_a_folded_syllable_alone_is_not_taken_for_vietnamese(router, text, not_d
         "tỉ lệ sử dụng voucher tháng này",
         "how many vouchers were redeemed in March",
         "các mức điểm để lên hạng vàng",
-        # a verb in the passive describes what happened; it asks for nothing
+        # a verb in the passive or the past describes what happened; it asks for nothing
         "liệt kê các voucher đã bị thu hồi",
         "list the vouchers that were revoked",
+        "danh sách voucher đã thu hồi của chương trình cmp_0005",
+        "tier change history for mem_0009, please",
+        # whether a change is still possible is a question, not a request for it
+        "thu hồi voucher vch_0099 bây giờ còn được không, hay nó đã dùng rồi?",
+        "is it still possible to extend vch_0099?",
+        # unaccented "hay" is "or" here, not the imperative "hãy"
+        "rwd_0004 da nhap them hang chua hay van con 40 cai?",
     ],
 )
 def test_a_question_about_a_change_stays_read_only(router, text):

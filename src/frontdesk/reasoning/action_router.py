@@ -84,7 +84,8 @@ class ActionLexicon:
     several changes, the first listed wins); cues ``confirm``, ``cancel``, ``decline`` (a bare "no", a cancel
     only where a confirmation is awaited), ``question``, ``request`` (a request however phrased);
     ``lead``: what may precede an imperative verb ("please", "can you"), matched on the text
-    before it; ``nominal``: what makes the verb after it a noun ("lịch sử" + "đổi quà")."""
+    before it; ``nominal``: what makes the verb after it a noun ("lịch sử" + "đổi quà");
+    ``possible``: a question whether a change can still be made, never a request for it."""
 
     domains: Mapping[str, Patterns]
     actions: Mapping[str, Patterns]
@@ -96,6 +97,7 @@ class ActionLexicon:
     request: Patterns = field(default_factory=dict)
     lead: Patterns = field(default_factory=dict)
     nominal: Patterns = field(default_factory=dict)
+    possible: Patterns = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,9 @@ class ActionRouter:
         self._actions = PatternTable(lexicon.actions)
         self._priority = tuple(lexicon.actions)
         cues = {"confirm": lexicon.confirm, "cancel": lexicon.cancel, "decline": lexicon.decline}
-        self._cues = PatternTable({**cues, "question": lexicon.question, "request": lexicon.request})
+        self._cues = PatternTable(
+            {**cues, "question": lexicon.question, "request": lexicon.request, "possible": lexicon.possible}
+        )
         self._lead = PatternTable({"lead": lexicon.lead})
         self._nominal = PatternTable({"nominal": lexicon.nominal})
         self._reader = Reader([self._domains, *(table for *_, table in self._shared), self._actions, self._cues])
@@ -239,6 +243,8 @@ class ActionRouter:
         """Put as a question, with no request marker. The folded forms count even in a message
         that is not read as unaccented Vietnamese ("vch_0042 het han chua"): this only keeps a
         guessed change from being offered, so a wrong yes costs nothing."""
+        if "possible" in cues:
+            return True
         if "request" in cues:
             return False
         return "question" in cues or any(h.name == "question" for h in self._cues.hits(text, True))
@@ -248,7 +254,10 @@ class ActionRouter:
 
     def _imperative(self, text: str, action_hits: list[Hit], cues: frozenset[str], folded: bool) -> bool:
         """A request put as a question: a request marker, or a change verb that opens the message
-        or its sentence (after nothing but a lead such as "please", "can you", "giúp em")."""
+        or its sentence (after nothing but a lead such as "please", "can you", "giúp em"). Never
+        a question whether the change is still possible ("thu hồi … còn được không?")."""
+        if "possible" in cues:
+            return False
         if "request" in cues:
             return True
         for hit in action_hits:
