@@ -217,6 +217,16 @@ class Bundle:
         return dataclasses.replace(self, tools=(*self.tools, *new), names={**self.names, **{t.name: t for t in new}})
 
 
+def _unsure(decision: RoutingDecision) -> bool:
+    """A turn that may be given no write: a greeting, an unknown request, or too little confidence."""
+    return decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
+
+
+def _close(ranked: list[Ranked]) -> list[Ranked]:
+    """The cards ranked near the best one (a card far below it is not what the text is about)."""
+    return [hit for hit in ranked if hit.score >= ranked[0].score * SECOND_STAGE_SHARE] if ranked else []
+
+
 def _placed(decision: RoutingDecision) -> bool:
     """A question, or a change outside any flow or pending confirmation: what the router read
     with confidence, which the clearest read it left out may still complete."""
@@ -330,7 +340,7 @@ class ToolPolicyCatalog:
         if decision.parts:
             by_part = {t.name: (t, p) for part in decision.parts for t, p in self._candidates(part)}
             return [by_part[name] for name in self._tools if name in by_part]
-        unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
+        unsure = _unsure(decision)
         confirmed = CONFIRMED_SIGNAL in decision.signals
         chosen: list[tuple[Tool, ToolPolicy]] = []
         for name, tool in self._tools.items():
@@ -369,7 +379,7 @@ class ToolPolicyCatalog:
         (outside any flow); nothing without a policy. A found write need not be of the action
         the router read: the search exists for turns the router misread, and the confirmation
         is what makes that safe."""
-        unsure = decision.intent in READ_ONLY_INTENTS or decision.confidence < MIN_WRITE_CONFIDENCE
+        unsure = _unsure(decision)
         writes = writes and not unsure and not decision.side_query
         found: list[Tool] = []
         for name in names:
@@ -392,7 +402,7 @@ class ToolPolicyCatalog:
         ranked = self._ranked(index, text, decision)
         if not ranked or ranked[0].score < SECOND_STAGE_FLOOR:
             return chosen
-        close = [hit for hit in ranked if hit.score >= ranked[0].score * SECOND_STAGE_SHARE]
+        close = _close(ranked)
         have = {t.name for t in chosen}
         placed = any(self._policies[t.name].writes for t in chosen)
         # A change verb the router knows, or a request not put as a question whose words point
@@ -437,12 +447,9 @@ class ToolPolicyCatalog:
         reads = [hit for hit in self._ranked(index, text, decision, limit=6) if not self._policies[hit.name].writes]
         if not reads or reads[0].score < SECOND_STAGE_FLOOR:
             return chosen
-        for hit in reads:
-            if hit.score < reads[0].score * SECOND_STAGE_SHARE:
-                return chosen
-            if hit.name not in have:  # the best read the router left out, as clear as its best
-                return [*chosen, *self.discovered([hit.name], decision, writes=False)]
-        return chosen
+        left_out = [hit.name for hit in _close(reads) if hit.name not in have]
+        # the best read the router left out, as clear as its best
+        return [*chosen, *self.discovered(left_out[:1], decision, writes=False)]
 
     def search(self, need: str, decision: RoutingDecision) -> list[Tool]:
         """What ``find_tools(need)`` finds on a turn read as ``decision``: the cards ``need``
@@ -450,8 +457,7 @@ class ToolPolicyCatalog:
         if self._index is None:
             return []
         ranked = self._ranked(self._index, need, decision, limit=8, by_domains=False)
-        close = [r.name for r in ranked if r.score >= ranked[0].score * SECOND_STAGE_SHARE]
-        return self.discovered(close, decision, writes=True)
+        return self.discovered([hit.name for hit in _close(ranked)], decision, writes=True)
 
     def _search(self, need: str, context: ToolContext) -> list[Tool]:
         return self.search(need, context.decision or RoutingDecision("unknown", frozenset(), 0.0, IDLE_PHASE))

@@ -20,20 +20,14 @@ import itertools
 import math
 import re
 import sqlite3
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from frontdesk.capabilities.search import fold  # the catalog search's folding: lower case, no marks, đ → d
 from frontdesk.capabilities.tools import Tool
 
 _WORD = re.compile(r"[^\W\d_]{2,}")  # letters only: ids, amounts and dates say nothing of the tool
 MAX_QUERY_WORDS = 40  # a pasted paragraph is not a request: its first words are enough
-
-
-def fold(text: str) -> str:
-    """Lower case, without diacritics (đ → d): what both the cards and the requests are compared as."""
-    decomposed = unicodedata.normalize("NFD", text.lower().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @dataclass(frozen=True)

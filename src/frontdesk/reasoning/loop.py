@@ -230,7 +230,7 @@ class _Run:
     results: ResultAllowance | None = None
     outcome_texts: Mapping[str, str] = field(default_factory=dict)  # event -> what it did, in words
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
-    offered_at_start: int = 0  # the bundle's size before any search added to it
+    offered_at_start: int = field(init=False)  # the bundle's size before any search added to it
 
     def __post_init__(self) -> None:
         self.offered_at_start = len(self.bundle.tools)
