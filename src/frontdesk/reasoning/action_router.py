@@ -111,6 +111,7 @@ class _Reading:
     signals: tuple[str, ...]
     language: str
     priority: tuple[str, ...]
+    unaccented: bool = False  # read as Vietnamese typed without diacritics
 
     def primary(self, actions: Iterable[str]) -> str:
         """A stable pick among several actions (the lexicon's order)."""
@@ -152,6 +153,7 @@ class ActionRouter:
         self._cues = PatternTable(
             {**cues, "question": lexicon.question, "request": lexicon.request, "possible": lexicon.possible}
         )
+        self._question = PatternTable({"question": lexicon.question})  # folded alone, for ``_asks``
         self._lead = PatternTable({"lead": lexicon.lead})
         self._nominal = PatternTable({"nominal": lexicon.nominal})
         self._reader = Reader([self._domains, *(table for *_, table in self._shared), self._actions, self._cues])
@@ -183,9 +185,8 @@ class ActionRouter:
         parts: list[RoutingDecision] = []
         # A clause of a message typed in unaccented Vietnamese is read as such, even alone ("xoa
         # segment seg_0006" after "doi ten rule 3 thanh …").
-        unaccented = self._reader.unaccented_vietnamese(text)
         for clause in clauses:
-            reading = self._read(clause, preferred, unaccented=unaccented)
+            reading = self._read(clause, preferred, unaccented=whole.unaccented)
             if parts and _BACK_REFERENCE.search(clause):
                 # "…, then copy it to cmp_0002": the clause is about what the one before named too.
                 reading = dataclasses.replace(reading, domains=reading.domains | parts[-1].domains)
@@ -236,7 +237,14 @@ class ActionRouter:
         languages = {h.language for h in (*domain_hits, *shared_hits, *action_hits, *cue_hits)} - {NEUTRAL}
         language = _language(text, languages, folded, preferred)
         return _Reading(
-            frozenset(domains), frozenset(reads), frozenset(writes), cues, tuple(signals), language, self._priority
+            frozenset(domains),
+            frozenset(reads),
+            frozenset(writes),
+            cues,
+            tuple(signals),
+            language,
+            self._priority,
+            folded,
         )
 
     def _asks(self, text: str, cues: frozenset[str]) -> bool:
@@ -247,7 +255,7 @@ class ActionRouter:
             return True
         if "request" in cues:
             return False
-        return "question" in cues or any(h.name == "question" for h in self._cues.hits(text, True))
+        return "question" in cues or bool(self._question.hits(text, True))
 
     def _nominal_at(self, text: str, hit: Hit, folded: bool) -> bool:
         return hit.name not in READ_ACTIONS and bool(self._nominal.hits(text[: hit.start], folded))
