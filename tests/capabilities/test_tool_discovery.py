@@ -206,3 +206,12 @@ def test_a_turn_too_unsure_for_a_write_gets_none_from_a_search_either():
 
     assert "campaign_pause" not in large.bundle(unconfirmed, "pause the Summer Splash promo").tool_names
     assert "campaign_pause" not in [t.name for t in large.search("pause the campaign", unconfirmed)]
+
+
+def test_a_change_the_router_placed_also_gets_the_clearest_read_it_left_out_but_not_inside_a_flow():
+    text = "pause the Summer Splash promo, and how many points does she have?"
+    placed = decide("pause", {"campaign"})
+    in_flow = decide("continue", {"campaign"}, confidence=0.8, phase="review")
+
+    assert "member_get_balance" in catalog().bundle(placed, text).tool_names
+    assert "member_get_balance" not in catalog().bundle(in_flow, text).tool_names
