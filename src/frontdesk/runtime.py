@@ -375,6 +375,7 @@ def agent_packs(
             fallback_texts=pack.fallback_texts,
             voice_failed_texts=pack.voice_failed_texts,
             outcome_texts=pack.outcome_texts,
+            courtesy_texts=pack.courtesy_texts,
             knowledge=load_pack_knowledge(PACKS_DIR / name),
             for_tenant=tenant_view(pack, deps) if pack.tenant_data is not None else None,
         )
@@ -523,7 +524,12 @@ def _gateway_from_settings(settings: Settings) -> tuple[ModelGateway, str]:
         "embeddings": settings.model_embeddings,
         "transcription": settings.model_transcription,
     }
-    local = LocalModelOptions(settings.model_cache_dir, settings.local_model_threads, settings.local_model_context)
+    local = LocalModelOptions(
+        settings.model_cache_dir,
+        settings.local_model_threads,
+        settings.local_model_context,
+        settings.local_model_state_cache_mb,
+    )
     if settings.model_chat:
         gateway = ModelGateway(slots, timeout_s=settings.model_timeout_s, local=local)
         chat = gateway.client("chat")  # a missing API key or bad model string fails at start-up, not mid-turn

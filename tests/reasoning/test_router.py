@@ -71,6 +71,10 @@ def row(text: str, state: RouterState, decision: tuple, language: str):
         row("Hola, soy Ana: 555-123-4567", ITEM, CAPTURE, "es"),
         row("Me llamo Ana, 555-123-4567", ITEM, CAPTURE, "es"),
         row("Mình tên Lan, số 0912 345 678", ITEM, CAPTURE, "vi"),
+        # an order from a customer whose phone or e-mail is known (given earlier, or saved): capture
+        row("I'd like to order 1000 flyers please", RouterState(contact_given=True), CAPTURE, "en"),
+        row("quiero pedir 500 tarjetas de presentación", RouterState(contact_given=True), CAPTURE, "es"),
+        row("I'd like to order 1000 flyers please", NEW, ("detail_question", ["catalog"], "capture", False), "en"),
         # the same without an item: never capture
         row("I'm Ana, 555-123-4567", NEW, ("browse", ["catalog", "customer"], "discovery", False), "en"),
         row("Mình tên Lan, số 0912 345 678", NEW, ("browse", ["catalog", "customer"], "discovery", False), "vi"),
@@ -193,6 +197,30 @@ def test_with_a_request_saved_only_a_new_order_may_save_another(text, may_save_a
 
 
 @pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("the colors are way off, I want them reprinted", "en"),
+        ("necesito 500 volantes listos en 4 horas", "es"),
+        ("I need 200 flyers printed within 3 hours, it's urgent", "en"),
+        ("em cần in gấp 100 tờ rơi trong 2 tiếng", "vi"),
+        ("nhãn dán bị in lệch, shop in lại giúp em", "vi"),
+    ],
+)
+def test_a_reprint_or_a_job_wanted_within_hours_goes_to_a_person(text, language):
+    decision = ROUTER.route(text, NEW)
+
+    assert (decision.intent, decision.language) == ("human_request", language)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cho em xem hình mấy mẫu sticker", "cho minh xem hinh tui tote", "gửi hình card visit em xem với"],
+)
+def test_asking_to_see_pictures_in_vietnamese_offers_the_photos(text):
+    assert "photos" in ROUTER.route(text, NEW).domains
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "I'm a real estate agent, how much are business cards?",
@@ -232,6 +260,11 @@ def test_a_quantity_range_is_not_a_phone_number():
         ("mình là Bảo, 0903 123 456, muốn in danh thiếp", True),
         ("I'm looking for flyers, 555 123 4567", False),  # "I'm" + a lower-case word is no name
         ("gọi lại cho mình về danh thiếp nhé, 0903 123 456", False),
+        ("500 business cards. Name's Marcus Bell, number is (917) 555-0142", True),
+        ("great I'll take one. Derek Olsen, derek.olsen@outlook.com", True),
+        ("Quiero 250 tarjetas. Carlos Méndez, +52 55 1234 5678", True),
+        ("em muốn đặt 500 card visit, em tên Nguyễn Thị Lan, 0912 345 678", True),
+        ("Can I get the Business Cards, 500 of them? 0912 345 678", False),  # a product's name is no one's
     ],
 )
 def test_a_name_said_in_the_message_is_a_signal_saving_can_start_with(text, named):

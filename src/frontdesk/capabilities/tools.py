@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from frontdesk.capabilities.policy import RoutingDecision
 
 ToolKind = Literal["retrieval", "action", "handoff"]
+# What a field bound to the conversation may hold (``reasoning.binding``): a phone number or an
+# e-mail address the customer gave, an id of the business's items.
+BindKind = Literal["phone", "email", "item"]
 
 
 class ToolFailure(Exception):
@@ -180,6 +183,9 @@ class ToolContext:
     customer_language: str = "en"
     # How the router read the turn: what a tool search may offer depends on it (``find_tools``).
     decision: RoutingDecision | None = None
+    # The customer's message(s) this turn: a tool may answer the part it is about first (the
+    # hours of the weekday they named), for a model that reads a long result poorly.
+    customer_message: str = ""
 
 
 Handler = Callable[[Any, ToolContext], Awaitable[ToolResult | Any]]
@@ -195,6 +201,8 @@ class Tool:
     # A schema that is not generated from ``input_model``: an MCP server's own input schema
     # (``input_model`` then checks arguments against it).
     json_schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    # Fields bound to the conversation (``capabilities.binding``): field -> "phone", "email", "item".
+    binds: Mapping[str, BindKind] = field(default_factory=dict, compare=False, repr=False)
 
     def definition(self) -> ToolDefinition:
         schema = compact_schema(self.json_schema) if self.json_schema is not None else _schema(self.input_model)

@@ -93,6 +93,8 @@ class WorkingState:
     # reply can be compared with the data's words only when they share a language.
     language: str | None = None
     data_languages: frozenset[str] = frozenset()
+    # This turn's message(s) from the customer: a reply must answer them, not say them back.
+    customer_message: str = ""
 
     def record(self, tool_name: str, result: ToolResult) -> None:
         """After a tool step: keep its evidence for this turn and update both windows."""

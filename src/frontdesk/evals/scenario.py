@@ -95,7 +95,7 @@ class Expect(_Strict):
     reply_not_contains: list[str] = Field(default_factory=list)
     claims_accepted: list[str] = Field(default_factory=list)
     claims_rejected: list[str] = Field(default_factory=list)
-    outcome: Literal["replied", "salvaged", "fallback"] | None = None
+    outcome: Literal["replied", "salvaged", "fallback", "templated"] | None = None
     fallback: bool | None = None
     no_reply: bool = False
     images: int | None = None

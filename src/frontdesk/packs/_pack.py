@@ -59,6 +59,9 @@ class Pack:
     # event -> language -> the true outcome in the pack's words, said before the hold message
     # when the action happened but the reply about it was refused
     outcome_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # event -> language -> the reply after it when the model's own was refused, a ``str.format``
+    # template over the call's arguments and result (``reasoning.courtesy``), sent instead of the hold
+    courtesy_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # The playbook a small model reads (``chat_prompt_style`` compact); None: ``playbook``.
     compact_playbook: str | None = None
     # A tenant's own data for its turns (read at every turn; the root caches what it builds

@@ -36,6 +36,7 @@ from frontdesk.platform.model_budget import Spent
 from frontdesk.platform.models.gateway import ModelGateway
 from frontdesk.platform.observability import stage
 from frontdesk.platform.observability.tracing import ROUTE
+from frontdesk.reasoning.binding import Bindings
 from frontdesk.reasoning.loop import FALLBACK_TEXT, GenerationResult, LoopLimits, Outcome, run_generation
 from frontdesk.reasoning.prompt import build_prompt, dynamic_tail
 from frontdesk.reasoning.router import RouterState
@@ -65,6 +66,7 @@ class AgentPack:
     fallback_texts: Mapping[str, str] = field(default_factory=dict)
     voice_failed_texts: Mapping[str, str] = field(default_factory=dict)
     outcome_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    courtesy_texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # The conversation's open multi-step flow, if the pack has flows: (phase, domains).
     flow_state: FlowState | None = None
     # Reviewed snippets offered by route (advisory text for the model, never evidence for the gate).
@@ -180,6 +182,7 @@ class Agent:
         # history the model reads) and their saved details. A reply may repeat those back.
         said = [m.text for m in (*turn.history, *turn.batch) if m.role == "user"]
         state.customer_contacts = (*said, *(c for c in (context.contact.phone, context.contact.email) if c))
+        bindings = Bindings.of(state.customer_contacts, view.item_words if view is not None else {}, turn.batch_text)
         # The rest of the gate's closed world: what the owner wrote, the business's clock, and
         # the names of its items (a photo captioned with an item's name must show that item).
         state.policy_texts = tuple(t for t in (policy.business_description,) if t)
@@ -197,6 +200,7 @@ class Agent:
                     workflow_phase=flow[0] if flow else None,
                     workflow_domains=flow[1] if flow else frozenset(),
                     contact_named=bool(context.contact.name),
+                    contact_given=bool(bindings.phones or bindings.emails),
                 ),
             )
             if any(m.transcript_quality == "uncertain" for m in turn.batch):
@@ -246,12 +250,19 @@ class Agent:
             turn_key=turn.run_key,
             customer_language=decision.language,
             decision=decision,
+            customer_message=turn.batch_text,
         )
         state.language = decision.language
+        state.customer_message = turn.batch_text
         held_by = view.hold_texts if view is not None else {}
         fallback_text = held_by.get(decision.language) or pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
         outcome_texts = {
             event: texts[decision.language] for event, texts in pack.outcome_texts.items() if decision.language in texts
+        }
+        courtesy_texts = {
+            event: texts[decision.language]
+            for event, texts in pack.courtesy_texts.items()
+            if decision.language in texts
         }
         if spent is not None:
             # The pack's hold, without the model: the commit opens the task and tells the owner.
@@ -272,6 +283,8 @@ class Agent:
                 fallback_text=fallback_text,
                 results=ResultAllowance(budget.tool_result_reserve, budget.count),
                 outcome_texts=outcome_texts,
+                courtesy_texts=courtesy_texts,
+                bindings=bindings,
             )
         except ModelAPIError as exc:  # transient, before anything was done (the loop's rule)
             held = GenerationResult(

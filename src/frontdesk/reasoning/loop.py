@@ -25,7 +25,15 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    ToolReturnPart,
+)
 from pydantic_ai.messages import RetryFeedbackPart, RetryInfo, ToolRetryCause
 from pydantic_ai.models import ModelRequestParameters
 
@@ -36,8 +44,11 @@ from frontdesk.context.truncation import ResultAllowance, result_text
 from frontdesk.errors import ModelAPIError
 from frontdesk.output.blocks import Block, text_blocks
 from frontdesk.platform import observability as obs
+from frontdesk.platform.models.contract import GATE_SCHEMA
 from frontdesk.platform.models.gateway import ModelClient
 from frontdesk.platform.observability.tracing import MODEL_REQUEST, TOOL_CALL, VERIFY
+from frontdesk.reasoning.binding import Bindings, narrowed, unknown_contacts
+from frontdesk.reasoning.courtesy import courtesy_reply
 from frontdesk.reasoning.salvage import salvage_reply
 from frontdesk.reasoning.terminal import REPLY_TOOL, TerminalPayload, reply_tool_definition
 from frontdesk.verification import ImageGroup, ReplyContent, Verdict, companion_failures, verify
@@ -64,6 +75,9 @@ class Outcome(StrEnum):
     FALLBACK = "fallback"
     # Written, but not sent: a person took the thread over while the model was working.
     SUPPRESSED = "suppressed"
+    # The model's reply after an action was refused, and the pack's courtesy reply for that
+    # action went out instead (the hand-over or the saved request already tells the team).
+    TEMPLATED = "templated"
 
 
 @dataclass(frozen=True)
@@ -111,13 +125,18 @@ async def run_generation(
     fallback_text: str = FALLBACK_TEXT,
     results: ResultAllowance | None = None,
     outcome_texts: Mapping[str, str] | None = None,
+    courtesy_texts: Mapping[str, str] | None = None,
+    bindings: Bindings | None = None,
     slot: str = "chat",
 ) -> GenerationResult:
     """``results``: the turn's tool-result reserve (None: results go to the model as they are).
+    ``courtesy_texts``: event -> the pack's reply after it, a template over what the tool
+    returned (sent instead of the hold message when the model's own reply about it is refused).
+    ``bindings``: what fields bound to the conversation may hold (None: nothing is bound).
     ``slot``: the gateway slot ``model`` came from (a metrics label)."""
     bundle = tools if isinstance(tools, Bundle) else Bundle(tuple(tools), {t.name: t for t in tools})
     state = state if state is not None else WorkingState(now=datetime.now(UTC))
-    run = _Run(bundle, context, state, fallback_text, results, outcome_texts or {})
+    run = _Run(bundle, context, state, fallback_text, results, outcome_texts or {}, courtesy_texts or {}, bindings)
     variants: dict[tuple[bool, int], ModelRequestParameters] = {}
 
     def parameters() -> ModelRequestParameters:
@@ -130,7 +149,7 @@ async def run_generation(
                 tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
             )
             variants[key] = ModelRequestParameters(
-                function_tools=[*(t.definition() for t in run.bundle.tools), reply], allow_text_output=True
+                function_tools=[*(run.definition(t) for t in run.bundle.tools), reply], allow_text_output=True
             )
         return variants[key]
 
@@ -229,11 +248,23 @@ class _Run:
     fallback_text: str
     results: ResultAllowance | None = None
     outcome_texts: Mapping[str, str] = field(default_factory=dict)  # event -> what it did, in words
+    courtesy_texts: Mapping[str, str] = field(default_factory=dict)  # event -> a template over its result
+    bindings: Bindings | None = None
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # event -> what its tool returned
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
     offered_at_start: int = field(init=False)  # the bundle's size before any search added to it
 
     def __post_init__(self) -> None:
         self.offered_at_start = len(self.bundle.tools)
+
+    def definition(self, tool: Tool) -> ToolDefinition:
+        """``tool``'s definition; with its bound fields held to this turn's values in the schema a
+        constraining client generates under (the one models read is unchanged)."""
+        definition = tool.definition()
+        if tool.binds and self.bindings is not None:
+            schema = narrowed(definition.parameters_json_schema, tool.binds, self.bindings)
+            definition = replace(definition, metadata={**(definition.metadata or {}), GATE_SCHEMA: schema})
+        return definition
 
     async def tool(self, call: ToolCallPart) -> ToolReturnPart:
         tool = self.bundle.resolve(call.tool_name)
@@ -264,6 +295,14 @@ class _Run:
         except (ValidationError, ValueError) as exc:
             record["error"] = f"invalid arguments: {exc}"[:500]
             return _retry(call, f"Invalid arguments: {exc}", "validation_error")
+        invented = unknown_contacts(_arguments(call), tool.binds, self.bindings) if self.bindings else []
+        if invented:
+            record["error"] = "contact not given by the customer: " + ", ".join(invented)
+            given = [*self.bindings.phones, *self.bindings.emails] if self.bindings else []
+            message = f"Not run: {', '.join(invented)} is not what the customer gave. Use only their own " + (
+                f"details ({', '.join(given)})." if given else "details; none were given, so ask for them."
+            )
+            return _retry(call, message, "validation_error")
         started = time.perf_counter()
         try:
             output = await tool.handler(arguments, self.context)
@@ -296,6 +335,9 @@ class _Run:
                 # The gate must not accept a citation of a row the model never saw.
                 result = replace(result, evidence=result.evidence.visible_in(result_text(content)))
         self.state.record(tool.name, result)  # the ledger is current after every step
+        for event, _reference in result.evidence.events:
+            returned = result.output if isinstance(result.output, dict) else {}
+            self.done[event] = {**_arguments(call), **returned}  # what was asked, then what was done
         return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id)
 
     def reject(self, blocks: list[Block], claims: Sequence[Claim], verdict: Verdict) -> None:
@@ -332,7 +374,14 @@ class _Run:
 
     def fallback(self, reason: str) -> GenerationResult:
         """The hold message, after what this turn really did ("your request is saved"): a reply
-        refused for its wording must not hide a change that was made."""
+        refused for its wording must not hide a change that was made. When what was done has the
+        pack's courtesy reply (a request saved, a hand-over), that reply goes out instead, filled
+        with what the tool returned: the customer hears what happens next, not a generic hold."""
+        courtesy = courtesy_reply(self.courtesy_texts, self.done)
+        if courtesy:
+            return self.finish(
+                Outcome.TEMPLATED, text_blocks(courtesy), f"{reason}; the pack's courtesy reply sent", []
+            )
         events = {event for event, _ in self.state.turn_events()}
         if "follow_up_cancelled" in events:
             events.discard("follow_up_updated")
@@ -399,5 +448,7 @@ def _usage(response: ModelResponse, step: int, seconds: float) -> dict[str, Any]
         "model": response.model_name,
         "input_tokens": response.usage.input_tokens,
         "output_tokens": response.usage.output_tokens,
+        # Of the input, what the provider read from its prompt cache (llama.cpp: reused, not evaluated).
+        "cache_read_tokens": response.usage.cache_read_tokens,
         "ms": round(seconds * 1000, 2),
     }

@@ -64,6 +64,8 @@ class RouterState:
     workflow_domains: frozenset[str] = frozenset()
     # The customer's name is saved already (a capture need not ask for it).
     contact_named: bool = False
+    # The customer gave a phone number or an e-mail earlier in the conversation, or has one saved.
+    contact_given: bool = False
 
 
 class Router:
@@ -87,8 +89,9 @@ class Router:
         """Lexicon signals hit in ``text``, and hits per language."""
         hits: set[str] = set()
         per_language: dict[str, int] = {}
-        # Words inside an e-mail address ("ana@example.com") are not requests.
-        words = _EMAIL.sub(" ", text)
+        # Words inside an e-mail address ("ana@example.com") are not requests; where one was
+        # stays marked ("Derek Olsen, @": a name given with a contact).
+        words = _EMAIL.sub(" @ ", text)
         for language, signals in self._lexicons.items():
             for signal, pattern in signals.items():
                 if pattern.search(words):
@@ -126,7 +129,9 @@ class Router:
         item = state.item_in_context or "item_mentioned" in hits
         phase = "post_capture" if state.open_follow_up else ("capture" if item else "discovery")
         facts = sorted(hits) + [
-            f"state:{name}" for name in ("item_in_context", "open_follow_up", "contact_named") if getattr(state, name)
+            f"state:{name}"
+            for name in ("item_in_context", "open_follow_up", "contact_named", "contact_given")
+            if getattr(state, name)
         ]
 
         def decide(intent: str, domains: set[str], confidence: float, side_query: bool = False) -> RoutingDecision:
@@ -140,13 +145,14 @@ class Router:
         asks = hits & {"browse", "detail", "photos", "business_info", "item_mentioned"}
         # "Call me back about banners, John, 555…": a request to save, with what and whom to call;
         # a call-back with nothing to save is a request for a person.
-        wants_person = bool(hits & {"human", "complaint"})
+        wants_person = bool(hits & {"human", "complaint", "urgent"})
         if "callback" in hits and "contact_info" in hits and item and not state.open_follow_up and not wants_person:
             return decide("capture", {"leads", "customer", "catalog", *info}, 0.85)
         # A person may be wanted mid-order: the catalog and the customer's details stay reachable.
         if hits & {"human", "callback"}:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.95)
-        if "complaint" in hits:
+        # A complaint, or a job wanted within hours: no catalog answers it, a person decides.
+        if hits & {"complaint", "urgent"}:
             return decide("human_request", {"handoff", "catalog", "customer", *info}, 0.75)
         # With a request already saved, a new order (or a named item with contact details) may
         # save another one; anything else changes the saved request.
@@ -157,6 +163,10 @@ class Router:
             if item or "order" in hits:
                 return decide("capture", {"leads", "customer", "catalog", *info}, 0.9 if item else 0.7)
             return decide("browse", {"catalog", "customer"}, 0.6)
+        if "order" in hits and state.contact_given and not state.open_follow_up:
+            # An order from a customer whose phone or e-mail is known (said in an earlier message,
+            # or saved): saving it needs nothing more from them.
+            return decide("capture", {"leads", "customer", "catalog", *info}, 0.9 if item else 0.7)
         if state.open_follow_up and ("update" in hits or "order" in hits):
             return decide("post_capture", {"follow_ups", "customer", "catalog", *another}, 0.85)
         if asks:

@@ -80,6 +80,28 @@ OUTCOME_TEXTS = {
     },
 }
 
+# The reply after a saved request or a hand-over when the model's own was refused: the values are
+# what the tools were given and returned (``reasoning.courtesy``); ``contact`` is the phone or
+# e-mail the request was saved with. A hand-over's reply names no time: none was promised.
+COURTESY_TEXTS = {
+    "lead_captured": {
+        "en": "Thank you, {customer_name}! Your request for {service} is saved (reference {follow_up_id}). "
+        "Our team will contact you at {contact}.",
+        "es": "¡Gracias, {customer_name}! Tu solicitud de {service} quedó guardada (referencia {follow_up_id}). "
+        "Nuestro equipo te contactará en {contact}.",
+        "vi": "Cảm ơn {customer_name}! Yêu cầu {service} của bạn đã được lưu (mã {follow_up_id}). "
+        "Nhân viên của chúng tôi sẽ liên hệ với bạn qua {contact}.",
+    },
+    "handoff_triggered": {
+        "en": "Thank you for your patience. A person from our team now has this conversation "
+        "(reference {task_id}) and will reply to you here.",
+        "es": "Gracias por tu paciencia. Una persona de nuestro equipo ya tiene esta conversación "
+        "(referencia {task_id}) y te responderá aquí.",
+        "vi": "Cảm ơn bạn đã kiên nhẫn. Một nhân viên của chúng tôi đã tiếp nhận cuộc trò chuyện này "
+        "(mã {task_id}) và sẽ trả lời bạn tại đây.",
+    },
+}
+
 VOICE_FAILED_TEXTS = {
     "en": "Sorry, I couldn't make out your voice message. Could you type it for me?",
     "es": "Perdona, no pude entender tu mensaje de voz. ¿Podrías escribirlo?",
@@ -151,6 +173,7 @@ PACK = Pack(
     compact_playbook=COMPACT_PLAYBOOK,
     fallback_texts=FALLBACK_TEXTS,
     outcome_texts=OUTCOME_TEXTS,
+    courtesy_texts=COURTESY_TEXTS,
     voice_failed_texts=VOICE_FAILED_TEXTS,
     tenant_data=tenant_data,
 )
