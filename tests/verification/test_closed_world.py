@@ -137,6 +137,8 @@ def test_vietnamese_amounts_become_digits_and_counted_things_stay_quantities(tex
     [
         ("We're open until 8 tonight!", "time"),
         ("Yes, we're open on Sunday.", "hours"),
+        ("We are not open on Saturday.", "hours"),  # Saturday is 10:00-14:00
+        ("Lo siento, no estamos abiertos el sábado.", "hours"),
         ("We're at 88 Oak Street, see you soon.", "address"),
         ("Find us at 1240 Maple Avenue, Suite C.", "address"),
     ],

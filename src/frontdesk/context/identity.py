@@ -17,6 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from frontdesk.errors import ConfigError
 
 LANGUAGE_NAMES = {"en": "English", "es": "Spanish", "vi": "Vietnamese", "fr": "French", "de": "German"}
+# "Reply in <language>", said in that language: a small model that read English tool results
+# answered a Vietnamese customer in English when told so in English only.
+REPLY_IN = {
+    "en": "Reply to the customer in English.",
+    "es": "Responde al cliente en español.",
+    "vi": "Trả lời khách bằng tiếng Việt.",
+    "fr": "Réponds au client en français.",
+    "de": "Antworte dem Kunden auf Deutsch.",
+}
 
 
 class IdentityPolicy(BaseModel):

@@ -51,7 +51,8 @@ _ECHO = re.compile(
 )
 _QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»")
 _CLOSED = re.compile(
-    r"\b(?:closed|shut|cerrad[oa]s?|cerramos todo|no abrimos|no abre|nghỉ|đóng cửa(?: cả ngày)?|không mở|không bán)\b",
+    r"\b(?:closed|shut|cerrad[oa]s?|cerramos todo|no abrimos|no abre|nghỉ|đóng cửa(?: cả ngày)?|không mở|không bán|"
+    r"not open|(?:aren|isn)['’]t open|no (?:está|estamos|están) abiert[oa]s?|không làm việc)\b",
     re.I,
 )
 _PART_OF_DAY = re.compile(
@@ -308,7 +309,8 @@ def _more_hours(clause: str, days: list[tuple[str, tuple[str, ...]]]) -> list[Un
 def _open_or_closed(clause: str, sentence_days: list[tuple[str, tuple[str, ...]]], g: Grounds) -> list[Unproven]:
     """A clause saying the business is open or closed on a day (or now) must agree with that
     day's hours; a time it gives for that day must be one of that day's opening or closing times."""
-    opens, closes = bool(_OPEN.search(clause)), bool(_CLOSED.search(clause))
+    # "not open" is closed, not both: the open word inside a closed phrase does not count
+    opens, closes = bool(_OPEN.search(_CLOSED.sub(" ", clause))), bool(_CLOSED.search(clause))
     if opens == closes:
         return []
     days = _days_named(clause, g) or sentence_days

@@ -173,7 +173,14 @@ _INSTRUCTION = re.compile(
     r"function call)\b|\bdile al cliente\b|\binforma al cliente\b|\bel cliente (?:quiere|pide|debe)\b|"
     r"\b(?:nói|báo|trả lời) (?:với |cho )?khách(?: hàng)? (?:rằng|là)\b|\bhãy (?:nói|báo) (?:với |cho )?khách\b|"
     r"\((?:note|nb|lưu ý|nota|ghi chú)\s*:|\b(?:always|never) (?:reply|answer|respond|say)\b|\bluôn (?:trả lời|xưng)\b|"
-    r"\bxưng (?:em|anh|chị) với khách\b|\bresponde siempre\b|\bnunca (?:digas|menciones)\b",
+    r"\bxưng (?:em|anh|chị) với khách\b|\bresponde siempre\b|\bnunca (?:digas|menciones)\b|"
+    # Talk about the conversation itself, after a refusal for the reply's language: "the customer
+    # wrote in Vietnamese", "no puedo determinar tu idioma", "không thể xác định được ngôn ngữ".
+    r"\bthe (?:customer|user) (?:wrote|writes|speaks)\b|\bel cliente (?:escribi[oó]|escribe|habla)\b|"
+    r"\bkhách(?: hàng)? (?:đã )?(?:viết|nhắn|nói) bằng\b|\b(?:determine|identify|detect) (?:your|the) language\b|"
+    r"\b(?:determinar|identificar) (?:tu|su|el) idioma\b|\bxác định (?:được )?ngôn ngữ\b|"
+    r"\b(?:trả lời|tra loi) bằng tiếng (?:việt|anh)\b|"
+    r"\b(?:I will|I'll) (?:answer|reply|respond) in (?:English|Spanish|Vietnamese)\b",
     re.I,
 )
 

@@ -32,6 +32,7 @@ from frontdesk.verification.claims import (
 )
 from frontdesk.verification.closed_world import Grounds, grounds_of, unproven
 from frontdesk.verification.contacts import contact_values, keys_of, known
+from frontdesk.verification.conversation import echoes, wrong_language
 from frontdesk.verification.facts import fold, sentences
 from frontdesk.verification.money import money_values, without_money
 from frontdesk.verification.numbers import with_digits
@@ -43,7 +44,7 @@ from frontdesk.verification.tiers import tier_failures
 # an eval scenario's ``claims_rejected`` name.
 COMPANION_RULES = (
     "price", "image", "contact", "percentage", "offer", "time", "hours", "date", "turnaround", "address",
-    "link", "quantity", "figure", "placeholder", "internal", "photo", "catalog",
+    "link", "quantity", "figure", "placeholder", "internal", "photo", "catalog", "language", "echo",
     *(f"undeclared {family.replace('_', ' ')}" for family in FAMILIES),
 )  # fmt: skip
 
@@ -136,7 +137,18 @@ def companion_failures(reply: ReplyContent, state: WorkingState, claims: Sequenc
         *(Failure(u.rule, u.reason) for u in unproven(written.text, groups, grounds)),
         *(Failure("photo", reason) for reason in photo_caption_failures(groups, captions)),
         *_offer_failures(written.text, state, grounds),
+        *_conversation_failures(reply.text, state),
     ]
+
+
+def _conversation_failures(text: str, state: WorkingState) -> list[Failure]:
+    """The reply answers this customer: in their language, not with their own words."""
+    failures = []
+    if (reason := wrong_language(text, state.language)) is not None:
+        failures.append(Failure("language", reason))
+    if (reason := echoes(text, state.customer_message)) is not None:
+        failures.append(Failure("echo", reason))
+    return failures
 
 
 def _offer_failures(text: str, state: WorkingState, grounds: Grounds) -> list[Failure]:
