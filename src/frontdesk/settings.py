@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     model_cache_dir: Path | None = None
     local_model_threads: int | None = Field(default=None, ge=1, le=256)  # unset: the machine's cores
     local_model_context: int = Field(default=8192, ge=2048, le=131072)
+    # Evaluated prompts the embedded model keeps in memory (MB; 0: none), so the shared start of
+    # every chat prompt is evaluated once, not again after each other kind of request.
+    local_model_state_cache_mb: int = Field(default=256, ge=0, le=16384)
     # With no chat model configured, ``demo`` and ``chat`` use the built-in embedded model when it is
     # installed (the ``local`` extra); false: the scripted offline demo, which answers at once.
     demo_local_model: bool = True

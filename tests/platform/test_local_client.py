@@ -14,7 +14,7 @@ from pydantic_ai import ModelRequest, SystemPromptPart, ToolCallPart, UserPrompt
 from test_local_prompt import params_for
 
 from frontdesk.errors import ModelAPIError
-from frontdesk.platform.models.local import LocalModelClient, LocalModelOptions
+from frontdesk.platform.models.local import MAX_OUTPUT_TOKENS, REPEATED_TOKENS, LocalModelClient, LocalModelOptions
 
 PARAMS = params_for("get_service_detail")
 QUESTION = [ModelRequest(parts=[SystemPromptPart("prefix")]), ModelRequest(parts=[UserPromptPart("price?")])]
@@ -98,3 +98,53 @@ async def test_a_cancelled_turn_keeps_the_model_until_its_thread_is_done():
 
     assert llama.calls == 2
     assert not llama.overlapped
+
+
+class WritingLlama:
+    """Writes ``token_at(i)`` one token at a time, asking the stopping criteria after each, as
+    llama.cpp does."""
+
+    def __init__(self, token_at) -> None:
+        self.token_at = token_at
+        self.written = 0
+
+    def tokenize(self, text: bytes, **_kwargs: object) -> list[int]:
+        return list(range(len(text) // 4))
+
+    def create_completion(self, prompt: list[int], max_tokens: int, stopping_criteria, **_kwargs):
+        tokens = list(prompt)
+        while self.written < max_tokens:
+            tokens.append(self.token_at(self.written))
+            self.written += 1
+            if any(criterion(tokens, None) for criterion in stopping_criteria):
+                break
+        text = '{"tool": "reply", "args": {"blocks": [{"type": "text", "text": "' + "la " * self.written
+        return {"choices": [{"text": text}], "usage": {"prompt_tokens": len(prompt), "completion_tokens": self.written}}
+
+
+def looping(i: int) -> int:
+    """Sixty tokens of a reply, then one twelve-token phrase over and over."""
+    return 500 + i if i < 60 else 1000 + (i - 60) % 12
+
+
+def photo_urls(i: int) -> int:
+    """URLs one after another: a 20-token prefix they share, then 10 tokens of their own."""
+    url, at = divmod(i, 30)
+    return 2000 + at if at < 20 else 3000 + url * 10 + at
+
+
+async def test_a_reply_that_loops_is_stopped_long_before_the_output_limit():
+    llama = WritingLlama(looping)
+
+    response = await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)  # type: ignore[arg-type]
+
+    assert llama.written <= 60 + 12 + REPEATED_TOKENS < MAX_OUTPUT_TOKENS
+    assert not isinstance(response.parts[0], ToolCallPart)  # cut off: the loop asks again, as for prose
+
+
+async def test_urls_that_share_a_long_prefix_are_not_a_loop():
+    llama = WritingLlama(photo_urls)
+
+    await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)  # type: ignore[arg-type]
+
+    assert llama.written == MAX_OUTPUT_TOKENS

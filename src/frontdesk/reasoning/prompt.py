@@ -33,7 +33,7 @@ from pydantic_ai import (
 from frontdesk.capabilities.policy import RoutingDecision
 from frontdesk.context.budget import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, BudgetConfig, ContextBudget, fit_history
 from frontdesk.context.conversation import ConversationContext
-from frontdesk.context.identity import LANGUAGE_NAMES
+from frontdesk.context.identity import LANGUAGE_NAMES, REPLY_IN
 from frontdesk.context.knowledge import Snippet
 from frontdesk.reasoning.turn import Turn, TurnMessage
 
@@ -104,7 +104,9 @@ def _compact_tail(now_local: datetime, context: ConversationContext, decision: R
         ("Facts fetched earlier", context.ledgers.lines()),
     ]
     language = LANGUAGE_NAMES.get(decision.language, decision.language)
-    route = [f"Reply in {language}.", *([SIDE_QUERY_LINE] if decision.side_query else [])]
+    native = REPLY_IN.get(decision.language)
+    reply_in = [f"Reply in {language}.", *([native] if native and decision.language != "en" else [])]
+    route = [*reply_in, *([SIDE_QUERY_LINE] if decision.side_query else [])]
     sections.append(("This turn", route))
     return _render(sections)
 

@@ -38,7 +38,12 @@ from frontdesk.platform.models.local_prompt import (
 from frontdesk.platform.models.local_weights import INSTALL_HINT, Progress, resolve_weights
 
 log = logging.getLogger(__name__)
-MAX_OUTPUT_TOKENS = 700  # a reply of three short blocks, with room; a runaway string stops here
+# A reply of three short blocks, with room (the bench's replies: 95 tokens mean); a runaway
+# string stops here. At 700 a runaway cost 60 s per attempt, and the retry ran away again.
+MAX_OUTPUT_TOKENS = 400
+# A runaway is usually a loop: the last this many tokens written once already stop the output.
+# (Not fewer: the URLs of three photos share a prefix of some 20 tokens.)
+REPEATED_TOKENS = 48
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,10 @@ class LocalModelOptions:
     cache_dir: Path | None = None
     threads: int | None = None
     context: int = 8192
+    # Evaluated prompts kept in memory (llama.cpp states, by their tokens), 0: none. The policy,
+    # playbook and tool list open every chat prompt: kept here, a request after another kind of
+    # prompt (a memory summary) reads them back instead of evaluating them again.
+    state_cache_mb: int = 256
 
 
 class LocalModelClient:
@@ -62,6 +71,7 @@ class LocalModelClient:
         self._load_lock = threading.Lock()
         self._run_lock = asyncio.Lock()
         self._calls = 0
+        self._evaluated: list[int] = []  # per llama.cpp eval of this completion: its token count
 
     @property
     def name(self) -> str:
@@ -96,11 +106,17 @@ class LocalModelClient:
                     verbose=False,
                 )
             self._formatter = _chat_formatter(llama_cpp, self._llama, path)
+            self._evaluated = _count_evaluated(self._llama)
+            if self._options.state_cache_mb:
+                self._llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self._options.state_cache_mb << 20))
             log.info("local model %s loaded in %.1f s", path.name, time.perf_counter() - started)
 
     async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
+        # The prompt lists every tool offered this turn, the grammar only those this step may
+        # call: the prompt of each step then extends the last one's, and llama.cpp evaluates
+        # only what was added (the newest call and its result), not the whole turn again.
+        chat = chat_messages(messages, params.function_tools)
         tools = allowed_tools(messages, params)
-        chat = chat_messages(messages, tools)
         schema = call_schema(tools)
         self._calls += 1
         call_id = f"local-{self._calls}"
@@ -119,7 +135,9 @@ class LocalModelClient:
         return ModelResponse(
             parts=[parse_output(output, tools, call_id)],
             usage=RequestUsage(
-                input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
+                input_tokens=usage.get("prompt_tokens", 0),
+                output_tokens=usage.get("completion_tokens", 0),
+                cache_read_tokens=usage.get("reused_tokens", 0),
             ),
             model_name=self.name,
         )
@@ -145,10 +163,17 @@ class LocalModelClient:
 
         # The chat API takes no stopping criteria, so the prompt is rendered with the model's own
         # template here and completed directly: a run past its deadline stops at the next token.
-        criteria = [out_of_time, *(formatted.stopping_criteria or [])]
+        def looping(tokens: Any, _logits: Any) -> bool:
+            written = list(tokens[len(prompt) :])
+            tail = written[-REPEATED_TOKENS:]
+            return len(written) >= 2 * REPEATED_TOKENS and _contains(written[:-1], tail)
+
+        criteria = [out_of_time, looping, *(formatted.stopping_criteria or [])]
+        prompt = self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+        self._evaluated.clear()
         try:
             completion = self._llama.create_completion(
-                prompt=self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True),
+                prompt=prompt,
                 stop=formatted.stop,
                 grammar=grammar,  # None without tools: free text
                 temperature=0.0,
@@ -160,7 +185,11 @@ class LocalModelClient:
         if timed_out:
             raise ModelAPIError(f"{self.name}: no answer within {self._timeout_s:.0f} s")
         text = completion["choices"][0]["text"] or ""
-        return text, dict(completion.get("usage") or {})
+        # The completion's first eval is the part of the prompt not already in llama.cpp's memory.
+        reused = len(prompt) - self._evaluated[0] if self._evaluated else 0
+        usage = dict(completion.get("usage") or {})
+        log.debug("local model: %d prompt tokens evaluated, %d reused", len(prompt) - reused, reused)
+        return text, {**usage, "reused_tokens": max(0, reused)}
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         """Grammars by schema (a bundle recurs every turn of its route), each checked by llama.cpp
@@ -181,6 +210,27 @@ class LocalModelClient:
                 self._grammars.clear()
             self._grammars[key] = grammar
         return grammar
+
+
+def _contains(tokens: list[int], run: list[int]) -> bool:
+    """Whether ``run`` occurs in ``tokens`` (a short scan: outputs are at most a few hundred)."""
+    width = len(run)
+    return any(tokens[i : i + width] == run for i in range(len(tokens) - width + 1))
+
+
+def _count_evaluated(llama: Any) -> list[int]:
+    """The token count of each ``eval`` llama.cpp runs, from the last ``clear``: a completion's
+    first is what it evaluated of the prompt (the rest it reused), then one per generated token.
+    llama-cpp-python reports no such figure, so its ``eval`` is wrapped on this instance."""
+    counts: list[int] = []
+    evaluate = llama.eval
+
+    def counted(tokens: Any) -> Any:
+        counts.append(len(tokens))
+        return evaluate(tokens)
+
+    llama.eval = counted
+    return counts
 
 
 def _chat_formatter(llama_cpp: Any, llama: Any, path: Path) -> Any:

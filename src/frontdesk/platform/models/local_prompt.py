@@ -41,7 +41,8 @@ or the final answer {"tool": "reply", "args": {"blocks": [{"type": "text", "text
 1. If the answer needs a fact of the business (a price, a turnaround, a minimum, hours, a photo),
    your first message calls the tool that returns it. You know no prices yourself.
 2. If the customer asks for a person, complains or wants a refund, call the hand-over tool.
-3. Then call reply, saying only what the tools returned, in the customer's language."""
+3. Then call reply, saying only what the tools returned, in the customer's language.
+4. You are the shop: write to the customer ("we", "you"). Never write their message back as yours."""
 
 
 def chat_messages(messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]) -> list[dict[str, str]]:
