@@ -3,6 +3,7 @@ through the pipeline."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +131,30 @@ async def test_service_detail_carries_its_price_as_evidence(shop):
 
     assert (result.output["id"], result.output["price"]) == ("business-cards", CARDS_PRICE)
     assert (result.evidence.references, result.evidence.prices) == (frozenset({"business-cards"}), CARDS_PRICES)
+
+
+@pytest.mark.parametrize(
+    ("asked", "hours"),
+    [
+        ("are you open on Sunday?", {"Sunday": "closed"}),
+        ("chu nhat shop co mo cua ko", {"Sunday": "closed"}),
+        ("¿qué horario tienen los sábados?", {"Saturday": "10:00-14:00"}),
+        ("open friday or saturday?", {"Friday": "09:00-18:00", "Saturday": "10:00-14:00"}),
+    ],
+)
+async def test_business_info_answers_the_weekday_the_customer_named_first(shop, asked, hours):
+    ctx = dataclasses.replace(await shop.context(), customer_message=asked)
+
+    result = await shop.call("get_business_info", ctx)
+
+    assert next(iter(result.output)) == "hours_of_the_days_asked"
+    assert result.output["hours_of_the_days_asked"] == hours
+
+
+async def test_business_info_without_a_weekday_named_has_no_such_part(shop):
+    result = await shop.call("get_business_info", await shop.context())
+
+    assert "hours_of_the_days_asked" not in result.output
 
 
 @pytest.mark.parametrize("service_id", ["quantum-teleporter", "calendars"])

@@ -15,10 +15,29 @@ ALL_PHASES = frozenset({"discovery", "capture", "post_capture"})
 
 POLICIES: dict[str, ToolPolicy] = {
     "search_services": ToolPolicy(frozenset({"catalog"}), "read", aliases=("list_services", "find_services")),
-    "get_service_detail": ToolPolicy(frozenset({"catalog"}), "read", aliases=("get_service", "service_detail")),
-    "get_service_photos": ToolPolicy(frozenset({"photos"}), "read", aliases=("get_photos",)),
+    # A question about a named item (or the one being discussed) starts with that item's own
+    # details, its photos when asked for, the hours when asked for: started from the whole list,
+    # a small model read ~900 tokens of other items' prices, and quoted one for another.
+    "get_service_detail": ToolPolicy(
+        frozenset({"catalog"}),
+        "read",
+        aliases=("get_service", "service_detail"),
+        first_for=frozenset({"detail_question"}),
+        first_needs=frozenset({"item_mentioned", "state:item_in_context"}),
+    ),
+    "get_service_photos": ToolPolicy(
+        frozenset({"photos"}),
+        "read",
+        aliases=("get_photos",),
+        first_for=frozenset({"detail_question"}),
+        first_needs=frozenset({"photos"}),
+    ),
     "get_business_info": ToolPolicy(
-        frozenset({"business"}), "read", aliases=("get_business_hours", "get_opening_hours", "get_contact_info")
+        frozenset({"business"}),
+        "read",
+        aliases=("get_business_hours", "get_opening_hours", "get_contact_info"),
+        first_for=frozenset({"detail_question"}),
+        first_needs=frozenset({"business_info"}),
     ),
     # Also after a first capture: a customer may order a second product (the same one twice
     # returns the first follow-up).

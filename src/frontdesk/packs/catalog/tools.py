@@ -10,7 +10,7 @@ against it. Actions commit in one transaction each, and report the event that re
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -18,13 +18,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
-from frontdesk.business.profile import EMAIL, WEEKDAYS, BusinessProfile, weekly_lines
+from frontdesk.business.profile import EMAIL, WEEKDAY_NAMES, WEEKDAYS, BusinessProfile, weekly_lines
 from frontdesk.business.text import pick
-from frontdesk.capabilities.tools import Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
+from frontdesk.capabilities.tools import BindKind, Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
 from frontdesk.packs._pack import PackDeps
 from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
+from frontdesk.verification.facts import day_words
 
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,25}$")
 
@@ -52,6 +53,12 @@ def _email(value: str | None) -> str | None:
 # One definition of a contact's phone and e-mail for every tool that takes them.
 Phone = Annotated[str | None, Field(max_length=40), AfterValidator(_phone)]
 Email = Annotated[str | None, Field(max_length=200), AfterValidator(_email)]
+
+
+# Fields bound to the conversation (``reasoning.binding``): a contact only as the customer gave
+# it, an item only by one of the business's ids.
+CONTACT_BOUND: dict[str, BindKind] = {"phone": "phone", "email": "email"}
+ITEM_BOUND: dict[str, BindKind] = {"service_id": "item"}
 
 
 class SearchServicesArgs(_Args):
@@ -156,13 +163,27 @@ def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
     return f"{base.rstrip('/')}/{tenant_id}/{photo.file_name}"
 
 
-def _business_output(data: BusinessData, language: str, now: datetime) -> dict[str, Any]:
+def _days_asked(profile: BusinessProfile, message: str, today: date) -> dict[str, str]:
+    """The hours of the next day of each weekday the customer named ("open on Sunday?", "chủ
+    nhật", "el sábado"), a special day's if it is one, first in the result: a 1.5B model read the
+    week's seven lines and stated another day's."""
+    asked: dict[str, str] = {}
+    for key in dict.fromkeys(key for _, key in day_words(message)):
+        day = today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7)
+        ranges, special = profile.hours_on(day)
+        label = f"{WEEKDAY_NAMES[key]} {day.isoformat()}" if special else WEEKDAY_NAMES[key]
+        asked[label] = ", ".join(ranges) or "closed"
+    return asked
+
+
+def _business_output(data: BusinessData, language: str, now: datetime, message: str = "") -> dict[str, Any]:
     profile = data.profile
     assert profile is not None
     default = data.default_language
     local = now.astimezone(profile.zone)
     today, special = profile.hours_on(local.date())
     output: dict[str, Any] = {
+        "hours_of_the_days_asked": _days_asked(profile, message, local.date()),
         "name": profile.name,
         "description": pick(profile.description, language, default),
         "address": profile.address,
@@ -184,7 +205,7 @@ def _business_output(data: BusinessData, language: str, now: datetime) -> dict[s
         ],
         "notes": pick(profile.notes, language, default),
     }
-    return {k: v for k, v in output.items() if v not in (None, "", [])}
+    return {k: v for k, v in output.items() if v not in (None, "", [], {})}
 
 
 def build_tools(deps: PackDeps) -> list[Tool]:
@@ -262,7 +283,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         if data.profile is None:
             raise ToolFailure("The business has not filled in its profile yet: offer to have the team answer.")
         profile = data.profile
-        output = _business_output(data, ctx.customer_language, clock.now())
+        output = _business_output(data, ctx.customer_language, clock.now(), ctx.customer_message)
         contacts = tuple(c for c in (profile.phone, profile.email, profile.website) if c)
         return ToolResult(
             output=output,
@@ -431,8 +452,20 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             SearchServicesArgs,
             search_services,
         ),
-        Tool("get_service_detail", "Full details and price of one item, by id.", ServiceIdArgs, get_service_detail),
-        Tool("get_service_photos", "Photos of one item, by id (URLs you may show).", PhotoArgs, get_service_photos),
+        Tool(
+            "get_service_detail",
+            "Full details and price of one item, by id.",
+            ServiceIdArgs,
+            get_service_detail,
+            binds=ITEM_BOUND,
+        ),
+        Tool(
+            "get_service_photos",
+            "Photos of one item, by id (URLs you may show).",
+            PhotoArgs,
+            get_service_photos,
+            binds=ITEM_BOUND,
+        ),
         Tool(
             "get_business_info",
             "Opening hours (today, weekly, holidays), address, phone, e-mail and website.",
@@ -446,6 +479,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             CaptureLeadArgs,
             capture_lead,
             kind="action",
+            binds={"service": "item", **CONTACT_BOUND},
         ),
         Tool(
             "update_follow_up",
@@ -460,6 +494,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             UpdateCustomerInfoArgs,
             update_customer_info,
             kind="action",
+            binds=CONTACT_BOUND,
         ),
         Tool(
             "refer_to_human",
