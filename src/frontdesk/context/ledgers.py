@@ -93,7 +93,8 @@ class WorkingState:
     # reply can be compared with the data's words only when they share a language.
     language: str | None = None
     data_languages: frozenset[str] = frozenset()
-    # This turn's message(s) from the customer: a reply must answer them, not say them back.
+    # This turn's message(s) from the customer, for a small model's turn: its reply must answer
+    # them, not say them back (empty: not checked).
     customer_message: str = ""
 
     def record(self, tool_name: str, result: ToolResult) -> None:

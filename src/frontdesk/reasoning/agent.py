@@ -253,7 +253,9 @@ class Agent:
             customer_message=turn.batch_text,
         )
         state.language = decision.language
-        state.customer_message = turn.batch_text
+        # A small model on the compact prompt wrote the customer's message back as its reply; the
+        # gate holds it to answering (hosted models are not held to it: scripts echo on purpose).
+        state.customer_message = turn.batch_text if budget.compact else ""
         held_by = view.hold_texts if view is not None else {}
         fallback_text = held_by.get(decision.language) or pack.fallback_texts.get(decision.language, FALLBACK_TEXT)
         outcome_texts = {
