@@ -52,7 +52,7 @@ _ECHO = re.compile(
 _QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»")
 _CLOSED = re.compile(
     r"\b(?:closed|shut|cerrad[oa]s?|cerramos todo|no abrimos|no abre|nghỉ|đóng cửa(?: cả ngày)?|không mở|không bán|"
-    r"not open|(?:aren|isn)['’]t open|no (?:está|estamos|están) abiert[oa]s?|không làm việc)\b",
+    r"not open|(?:aren|isn)['\u2019]t open|no (?:está|estamos|están) abiert[oa]s?|không làm việc)\b",
     re.I,
 )
 _PART_OF_DAY = re.compile(
