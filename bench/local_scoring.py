@@ -194,8 +194,8 @@ def score_turn(seen: TurnSeen, expect: Mapping[str, Any], lang: str, catalog: Ca
         spoken = language_of(reply)
         if spoken is not None and spoken != lang:
             failures.append(f"reply in {spoken}")
-        if _PLACEHOLDER.search(reply):
-            failures.append("placeholder: " + _PLACEHOLDER.search(reply).group(0))  # type: ignore[union-attr]
+        if placeholder := _PLACEHOLDER.search(reply):
+            failures.append("placeholder: " + placeholder.group(0))
         if _echoes(reply, seen.customer):
             failures.append("repeats the customer")
     quantities = {

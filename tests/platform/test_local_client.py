@@ -45,7 +45,7 @@ class FakeLlama:
         return {"choices": [{"text": CALL}], "usage": {"prompt_tokens": len(prompt), "completion_tokens": 12}}
 
 
-def client_with(llama: FakeLlama, timeout_s: float) -> LocalModelClient:
+def client_with(llama: FakeLlama | WritingLlama, timeout_s: float) -> LocalModelClient:
     client = LocalModelClient("/models/shop.gguf", LocalModelOptions(), timeout_s=timeout_s)
     client._llama = llama
     client._formatter = lambda messages: SimpleNamespace(prompt=json.dumps(messages), stop=None, stopping_criteria=None)
@@ -136,7 +136,7 @@ def photo_urls(i: int) -> int:
 async def test_a_reply_that_loops_is_stopped_long_before_the_output_limit():
     llama = WritingLlama(looping)
 
-    response = await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)  # type: ignore[arg-type]
+    response = await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)
 
     assert llama.written <= 60 + 12 + REPEATED_TOKENS < MAX_OUTPUT_TOKENS
     assert not isinstance(response.parts[0], ToolCallPart)  # cut off: the loop asks again, as for prose
@@ -145,6 +145,6 @@ async def test_a_reply_that_loops_is_stopped_long_before_the_output_limit():
 async def test_urls_that_share_a_long_prefix_are_not_a_loop():
     llama = WritingLlama(photo_urls)
 
-    await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)  # type: ignore[arg-type]
+    await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)
 
     assert llama.written == MAX_OUTPUT_TOKENS

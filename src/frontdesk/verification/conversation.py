@@ -14,10 +14,10 @@ address decides nothing, and is never refused for it.
 from __future__ import annotations
 
 import re
-import unicodedata
 from difflib import SequenceMatcher
 
 from frontdesk.context.identity import LANGUAGE_NAMES, REPLY_IN
+from frontdesk.verification.facts import fold
 
 # Letters only Vietnamese writes (with its tone marks). A Vietnamese text is full of them (a
 # fifth of its letters or more); an English reply that quotes "tờ rơi" is not Vietnamese.
@@ -70,7 +70,7 @@ def echoes(reply: str, message: str) -> str | None:
     """Why ``reply`` is refused for saying the customer's ``message`` back, or None: the reply is
     their message and next to nothing else ("You asked: ..."), or a near copy of it. A reply that
     repeats a value and goes on ("50 points per purchase. When should it apply?") answers."""
-    said, answered = _plain(message), _plain(reply)
+    said, answered = fold(message), fold(reply)
     if len(said) < MIN_ECHO_CHARS or not answered:
         return None
     if said in answered:
@@ -80,9 +80,3 @@ def echoes(reply: str, message: str) -> str | None:
     if not echoed:
         return None
     return "the reply repeats the customer's message instead of answering it: answer what they asked"
-
-
-def _plain(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.lower().replace("đ", "d"))
-    letters = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(re.findall(r"[a-z0-9]+", letters))
