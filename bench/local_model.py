@@ -67,7 +67,7 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-NO_TURN = {"seconds": 0.0, "evaluated": 0, "reused": 0, "outputs": []}  # a person has the conversation
+NO_TURN = {"seconds": 0.0, "evaluated": 0, "reused": 0, "outputs": [], "steps": ""}  # a person has the conversation
 
 
 def timing(rows: list[dict[str, Any]]) -> str:
@@ -129,6 +129,8 @@ def turn_figures(trace: TurnTrace, meter: PromptMeter | None) -> dict[str, Any]:
         "evaluated": evaluated,
         "reused": reused,
         "outputs": [int(u.get("output_tokens", 0)) for u in trace.usage or []],
+        # Each model request as "<seconds>s/<tokens written>": where a slow turn's time went.
+        "steps": " ".join(f"{u.get('ms', 0) / 1000:.1f}s/{u.get('output_tokens', 0)}" for u in trace.usage or []),
     }
 
 
@@ -287,6 +289,7 @@ async def conversations(bench: Bench, cases: list[dict[str, Any]], args: argpars
                 f"{figures['reused']:<5d} tok {outcome:8s} {turn['text'][:50]}",
                 flush=True,
             )
+            print(f"{'':32s}steps: {figures['steps']}", flush=True)
             if trace is not None and trace.tool_calls:
                 calls = ", ".join(
                     f"{c['name']}({c['args'][:60]}){'' if c['ok'] else ' failed'}" for c in trace.tool_calls

@@ -5,6 +5,7 @@ This module and ``app.py`` are the only places that know every layer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ from frontdesk.turns.commit import TurnCommitter
 from frontdesk.turns.recovery import recover_dead_worker
 from frontdesk.turns.recovery import requeue_orphans as requeue_orphaned_turns
 from frontdesk.turns.sql_store import SqlTurnStore
+from frontdesk.turns.warm import warm_openings
 from frontdesk.workflows import WorkflowStore
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,8 @@ class Runtime:
     compact_prompt: bool = False  # the chat slot's model reads the compact prompt (chat_prompt_style)
     # What the MCP packs' services call their things, read at start and refreshed by a sweep.
     names: NameRefresh = field(default_factory=lambda: NameRefresh(SystemClock()))
+    agent: Agent | None = None
+    _warming: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def chat_client(self) -> ModelClient | None:
@@ -292,6 +296,7 @@ class Runtime:
             search=search,
             compact_prompt=budget.for_model(gateway.client("chat").name).compact,
             names=names,
+            agent=agent,
         )
 
     async def recover_dead_worker(self, worker: str) -> tuple[int, int]:
@@ -315,6 +320,10 @@ class Runtime:
             # Join, verify and load the weights now (idempotent: the demo did it with a progress
             # bar), so neither a bad file nor the load time lands in a customer's first turn.
             await asyncio.to_thread(self.chat_client.load)
+            if self.agent is not None:
+                # In the background: requests are served meanwhile, and a turn that comes first
+                # waits behind one opening at most (the model runs one thing at a time).
+                self._warming = asyncio.create_task(self._warm(self.chat_client, self.agent), name="warm openings")
         if role != "worker":
             # A worker process hands its publishes to its edge, which NOTIFYs the other instances:
             # no LISTEN connection (nor store watcher) per worker.
@@ -333,7 +342,17 @@ class Runtime:
             if isinstance(agent_pack.router, ActionRouter) and pack.name_sources:
                 await self.names.add(agent_pack.router, source.call, pack.name_sources)
 
+    async def _warm(self, client: LocalModelClient, agent: Agent) -> None:
+        try:
+            await warm_openings(self.db, agent, client)
+        except Exception:  # a turn evaluates its opening itself: nothing is lost but time
+            log.warning("could not evaluate the businesses' openings ahead", exc_info=True)
+
     async def close(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warming
         await self.runner.stop()
         await self.signals.close()
         for source in self.mcp_sources:

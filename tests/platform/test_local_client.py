@@ -10,7 +10,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from pydantic_ai import ModelRequest, SystemPromptPart, ToolCallPart, UserPromptPart
+from pydantic_ai import ModelRequest, SystemPromptPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from test_local_prompt import params_for
 
 from frontdesk.errors import ModelAPIError
@@ -26,6 +26,8 @@ class FakeLlama:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
+        self.input_ids: list[int] = []  # what llama.cpp holds evaluated (nothing: no state to keep)
+        self.n_tokens = 0
         self.inside = 0
         self.overlapped = False
         self.calls = 0
@@ -148,3 +150,42 @@ async def test_urls_that_share_a_long_prefix_are_not_a_loop():
     await client_with(llama, timeout_s=5).request(QUESTION, PARAMS)
 
     assert llama.written == MAX_OUTPUT_TOKENS
+
+
+async def test_a_first_step_with_nothing_to_choose_is_answered_without_the_model():
+    from test_local_prompt import _bound_to
+
+    from frontdesk.reasoning.terminal import reply_tool_definition
+
+    # The router's reading: a question about the flyers, which starts with their details.
+    reply = reply_tool_definition(tool_first=True, first_step=("get_service_detail",))
+    params = PARAMS.__class__(
+        function_tools=[*_bound_to(("flyers",), "get_service_detail", "search_services"), reply],
+        allow_text_output=True,
+    )
+    llama = FakeLlama(0.0)
+    client = client_with(llama, timeout_s=5)
+
+    response = await client.request(QUESTION, params)
+
+    (part,) = response.parts
+    assert isinstance(part, ToolCallPart)
+    assert (part.tool_name, part.args) == ("get_service_detail", {"service_id": "flyers"})
+    assert llama.calls == 0  # the grammar left one output: nothing for the model to write
+    assert response.usage.output_tokens == 0
+
+    # Once a tool has answered, the model writes (the reply is open).
+    result = ToolReturnPart("get_service_detail", {"price": "$25"}, tool_call_id=part.tool_call_id)
+    answered = [*QUESTION, response, ModelRequest(parts=[result])]
+    await client.request(answered, params)
+    assert llama.calls == 1
+
+
+async def test_an_opening_evaluated_ahead_takes_its_turn_on_the_model():
+    llama = FakeLlama(0.2)
+    client = client_with(llama, timeout_s=5)
+
+    await asyncio.gather(client.prefill("You are the assistant of a print shop."), client.request(QUESTION, PARAMS))
+
+    assert llama.calls == 2
+    assert not llama.overlapped

@@ -5,10 +5,11 @@ It checks structure and the gate, never wording: every model output was a well-f
 offered tool (the grammar's promise), every turn ended with a payload the customer received, and
 what was sent either passed the verification gate or was the business's own hold message. About
 a minute on two cores; the only test that runs a real model. It also pins the reuse of what llama.cpp
-evaluated, across the steps of a turn and across turns."""
+evaluated, across the steps of a turn and across turns, and the opening evaluated ahead."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from frontdesk.platform.store.migrate import upgrade
 from frontdesk.platform.store.schema import Message, Receipt, TurnTrace
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
+from frontdesk.turns.warm import warm_openings
 from harness import FAST, message
 
 MESSAGES = ("Hi there!", "How much do 500 business cards cost?", "Can I talk to a real person please?")
@@ -50,6 +52,11 @@ async def test_three_print_shop_turns_through_the_local_model_ship_verified_payl
     client = runtime.chat_client
     assert isinstance(client, LocalModelClient)
     accounts = await seed_demo(runtime.db, runtime.clock, runtime.channel_deps.media)
+    assert runtime.agent is not None
+    # As ``serve`` and the demo do at start: the business's opening evaluated before anyone writes.
+    assert await warm_openings(runtime.db, runtime.agent, client) == 1
+    # Another business's opening evaluated after it: the demo's is read back from the kept state.
+    assert await client.prefill("You are the assistant of Other Shop, a bakery. " * 8) > 50
     for index, text in enumerate(MESSAGES):
         await runtime.ingestor.ingest(message(accounts.webchat_id, text, session=f"smoke-{index}"))
         await runtime.runner.run_until_idle()
@@ -79,12 +86,13 @@ async def test_three_print_shop_turns_through_the_local_model_ship_verified_payl
             assert blocks[0].type == "text"
             assert blocks[0].text in hold_messages
         # What llama.cpp evaluated is reused: each later step reads back the whole prompt of the
-        # step before (it only adds the newest call and its result), and each later turn the
-        # start every chat prompt shares.
-        for before, after in zip(trace.usage, trace.usage[1:], strict=False):
+        # step before (it only adds the newest call and its result), and every turn, the first
+        # included, the opening every chat prompt shares. A step the grammar settled (one output
+        # possible) ran no model: it has no prompt.
+        evaluated = [u for u in trace.usage if u["input_tokens"]]
+        for before, after in itertools.pairwise(evaluated):
             assert after["cache_read_tokens"] >= before["input_tokens"] - 2, trace.usage
-        if trace is not traces[0]:
-            assert trace.usage[0]["cache_read_tokens"] > 100, trace.usage
+        assert evaluated[0]["cache_read_tokens"] > 100, trace.usage
     assert {r.status for r in receipts} == {"sent"}
     # The model answers, not only the hold message: the greeting needs no tool, and a reply the
     # gate refuses twice would make this turn a fallback too.

@@ -199,3 +199,46 @@ def test_background_work_gets_the_call_format_without_the_conversation_rules():
     assert "reply" not in section
     assert '{"tool": "<name>", "args": {...}}' in section
     assert call_schema(only_lookup)["anyOf"][0]["properties"]["tool"] == {"const": "get_business_info"}
+
+
+def _bound_to(items: tuple[str, ...], *names: str) -> list:
+    """The definitions of ``names`` as the loop hands them to a constraining client: item fields
+    held to ``items`` (the ones the customer's message named)."""
+    from dataclasses import replace
+
+    from frontdesk.packs.catalog.tools import ITEM_BOUND
+    from frontdesk.platform.models.contract import GATE_SCHEMA
+    from frontdesk.reasoning.binding import Bindings, narrowed
+
+    bindings = Bindings(items=items)
+    return [
+        replace(d, metadata={GATE_SCHEMA: narrowed(d.parameters_json_schema, ITEM_BOUND, bindings)})
+        for d in params_for(*names).function_tools
+        if d.name != "reply"
+    ]
+
+
+def test_a_call_with_nothing_left_to_choose_is_settled_without_the_model():
+    from frontdesk.platform.models.local_prompt import settled_call
+
+    def settled(tools: list) -> dict | None:
+        return settled_call(call_schema(tools))
+
+    hours = params_for("get_business_info").function_tools[:1]
+    assert settled(hours) == {"tool": "get_business_info", "args": {}}
+    assert settled(_bound_to(("flyers",), "get_service_detail")) == {
+        "tool": "get_service_detail",
+        "args": {"service_id": "flyers"},
+    }
+    # A photo count has its default; the item is the only one the message named.
+    assert settled(_bound_to(("flyers",), "get_service_photos")) == {
+        "tool": "get_service_photos",
+        "args": {"service_id": "flyers"},
+    }
+    # Something to choose: which item, what to search for, which tool, what to write.
+    assert settled(_bound_to(("flyers", "business-cards"), "get_service_detail")) is None
+    assert settled(params_for("get_service_detail").function_tools[:1]) is None
+    assert settled(params_for("search_services").function_tools[:1]) is None
+    assert settled(_bound_to(("flyers",), "get_service_detail", "get_business_info")) is None
+    assert settled(params_for("refer_to_human").function_tools[:1]) is None
+    assert settled(params_for().function_tools) is None  # the reply alone: its words are the model's

@@ -24,7 +24,7 @@ from frontdesk.capabilities.tools import ToolContext
 from frontdesk.context.budget import BudgetConfig
 from frontdesk.context.conversation import ConversationContext
 from frontdesk.context.episodic import EpisodicCadence
-from frontdesk.context.identity import merge_policy, prefix_hash, static_prefix, tenant_playbooks
+from frontdesk.context.identity import IdentityPolicy, merge_policy, prefix_hash, static_prefix, tenant_playbooks
 from frontdesk.context.knowledge import KnowledgeRegistry
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance
@@ -221,11 +221,7 @@ class Agent:
                 }
             )
         budget = self._budget.for_model(self.model_name)
-        lines = view.playbook_lines if view is not None else ""
-        playbook, compact_playbook = tenant_playbooks(pack.playbook, pack.compact_playbook, lines)
-        prefix = static_prefix(
-            turn.business_name, policy, playbook, compact=budget.compact, compact_playbook=compact_playbook
-        )
+        prefix = self._prefix(pack, view, turn.business_name, policy)
         # A small model reads no reference notes: they are advice, and it follows advice poorly
         # while every token of prompt costs it seconds on a CPU.
         knowledge = None if budget.compact else pack.knowledge
@@ -303,6 +299,22 @@ class Agent:
         if bundle.trimmed:
             route["tools_trimmed"] = list(bundle.trimmed)  # qualified, but over the schema budget
         return AgentRun(result, route, bundle.tool_names, prompt.prefix_hash, prompt.size, state, memory_due)
+
+    def _prefix(self, pack: AgentPack, view: TenantTurnView | None, business_name: str, policy: IdentityPolicy) -> str:
+        lines = view.playbook_lines if view is not None else ""
+        playbook, compact_playbook = tenant_playbooks(pack.playbook, pack.compact_playbook, lines)
+        compact = self._budget.for_model(self.model_name).compact
+        return static_prefix(business_name, policy, playbook, compact=compact, compact_playbook=compact_playbook)
+
+    async def opening_of(
+        self, tenant_id: str, pack_name: str, business_name: str, policy_overrides: Mapping[str, Any], revision: int
+    ) -> str:
+        """The static prefix every turn of this tenant opens with, byte for byte as ``generate``
+        builds it: what an embedded model can evaluate ahead, before the first customer writes."""
+        pack = self.pack(pack_name)
+        view = await pack.for_tenant(tenant_id, revision) if pack.for_tenant else None
+        defaults = {**pack.default_policy, **(view.policy_defaults if view is not None else {})}
+        return self._prefix(pack, view, business_name, merge_policy(defaults, policy_overrides))
 
     async def _images(self, turn: Turn) -> list[BinaryContent]:
         """The batch's customer images, inline, for a vision model (a few, newest last)."""

@@ -23,17 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import ModelMessage, ModelResponse
+from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 
 from frontdesk.errors import ConfigError, ModelAPIError
+from frontdesk.platform.models.local_openings import OpeningStates
 from frontdesk.platform.models.local_prompt import (
     allowed_tools,
     call_schema,
     chat_messages,
     grammar_schema,
     parse_output,
+    settled_call,
 )
 from frontdesk.platform.models.local_weights import INSTALL_HINT, Progress, resolve_weights
 
@@ -51,9 +53,8 @@ class LocalModelOptions:
     cache_dir: Path | None = None
     threads: int | None = None
     context: int = 8192
-    # Evaluated prompts kept in memory (llama.cpp states, by their tokens), 0: none. The policy,
-    # playbook and tool list open every chat prompt: kept here, a request after another kind of
-    # prompt (a memory summary) reads them back instead of evaluating them again.
+    # Openings evaluated ahead (``prefill``) kept in memory as llama.cpp states, 0: none. A turn
+    # after another business's reads its own opening back instead of evaluating it again.
     state_cache_mb: int = 256
 
 
@@ -72,6 +73,7 @@ class LocalModelClient:
         self._run_lock = asyncio.Lock()
         self._calls = 0
         self._evaluated: list[int] = []  # per llama.cpp eval of this completion: its token count
+        self._openings = OpeningStates(options.state_cache_mb << 20)
 
     @property
     def name(self) -> str:
@@ -107,8 +109,6 @@ class LocalModelClient:
                 )
             self._formatter = _chat_formatter(llama_cpp, self._llama, path)
             self._evaluated = _count_evaluated(self._llama)
-            if self._options.state_cache_mb:
-                self._llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self._options.state_cache_mb << 20))
             log.info("local model %s loaded in %.1f s", path.name, time.perf_counter() - started)
 
     async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
@@ -120,6 +120,10 @@ class LocalModelClient:
         schema = call_schema(tools)
         self._calls += 1
         call_id = f"local-{self._calls}"
+        settled = settled_call(schema)
+        if settled is not None:  # the grammar leaves one output: written without the model
+            part = ToolCallPart(settled["tool"], settled["args"], tool_call_id=call_id)
+            return ModelResponse(parts=[part], usage=RequestUsage(), model_name=self.name)
         # The time limit covers the wait behind other turns too: it is what the customer waits.
         deadline = time.monotonic() + self._timeout_s
         try:
@@ -141,6 +145,26 @@ class LocalModelClient:
             ),
             model_name=self.name,
         )
+
+    async def prefill(self, system_text: str) -> int:
+        """Evaluate ``system_text`` as a prompt's opening system message ahead of any request, and
+        return the tokens evaluated (0: it was in memory already). A request whose prompt opens
+        with it then evaluates only the rest: llama.cpp keeps the evaluated tokens in its context
+        and, with ``state_cache_mb``, its state cache. Waits behind a running request."""
+        await self._run_lock.acquire()
+        work = asyncio.ensure_future(asyncio.to_thread(self._prefill, system_text))
+        work.add_done_callback(self._release)
+        return await asyncio.shield(work)
+
+    def _prefill(self, system_text: str) -> int:
+        self.load()
+        formatted = self._formatter(messages=[{"role": "system", "content": system_text}])
+        prompt = self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+        self._evaluated.clear()
+        # One token generated: llama-cpp-python keeps a completion's state, not a bare evaluation.
+        self._llama.create_completion(prompt=prompt, max_tokens=1, temperature=0.0)
+        self._openings.save(self._llama, _import_llama_cpp())
+        return self._evaluated[0] if self._evaluated else 0
 
     def _release(self, work: asyncio.Future[Any]) -> None:
         self._run_lock.release()
@@ -170,6 +194,7 @@ class LocalModelClient:
 
         criteria = [out_of_time, looping, *(formatted.stopping_criteria or [])]
         prompt = self._llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+        self._openings.restore_for(self._llama, llama_cpp, prompt)
         self._evaluated.clear()
         try:
             completion = self._llama.create_completion(
