@@ -135,3 +135,24 @@ def test_an_item_needs_a_slug_id_and_a_name_in_the_default_language():
 def test_the_id_of_the_consoles_new_item_page_is_no_item_id():
     with pytest.raises(ValidationError, match="'new' is reserved"):
         ItemFields.model_validate({"id": "new", "name": {"en": "New arrivals"}, "price": "on_request"})
+
+
+@pytest.mark.parametrize(
+    ("stored", "language", "spoken"),
+    [
+        ("09:00-18:00", "en", "9 AM to 6 PM"),
+        ("12:00-13:30", "en", "12 PM to 1:30 PM"),
+        ("00:00-24:00", "en", "12 AM to 12 AM"),
+        ("09:00-18:00", "es", "09:00-18:00"),  # a 24-hour clock, as Spanish and Vietnamese write it
+        ("09:00-18:00", "vi", "09:00-18:00"),
+    ],
+)
+def test_hours_are_given_to_the_model_as_the_customer_language_writes_them(stored, language, spoken):
+    from frontdesk.business.profile import spoken_range
+    from frontdesk.verification.facts import times
+
+    assert spoken_range(stored, language) == spoken
+    # The gate reads the spoken form as times the stored one allows (it reads 09:00 as 9 AM or 9 PM).
+    spoken_times = [t.minutes for t in times(spoken)]
+    assert len(spoken_times) == 2
+    assert all(m & {n for t in times(stored) for n in t.minutes} for m in spoken_times)

@@ -134,16 +134,17 @@ async def test_service_detail_carries_its_price_as_evidence(shop):
 
 
 @pytest.mark.parametrize(
-    ("asked", "hours"),
+    ("asked", "language", "hours"),
     [
-        ("are you open on Sunday?", {"Sunday": "closed"}),
-        ("chu nhat shop co mo cua ko", {"Sunday": "closed"}),
-        ("¿qué horario tienen los sábados?", {"Saturday": "10:00-14:00"}),
-        ("open friday or saturday?", {"Friday": "09:00-18:00", "Saturday": "10:00-14:00"}),
+        ("are you open on Sunday?", "en", {"Sunday": "closed"}),
+        ("chu nhat shop co mo cua ko", "vi", {"Sunday": "closed"}),
+        ("¿qué horario tienen los sábados?", "es", {"Saturday": "10:00-14:00"}),
+        # In English, as English writes it: a small model converted 18:00 itself, to "5 PM".
+        ("open friday or saturday?", "en", {"Friday": "9 AM to 6 PM", "Saturday": "10 AM to 2 PM"}),
     ],
 )
-async def test_business_info_answers_the_weekday_the_customer_named_first(shop, asked, hours):
-    ctx = dataclasses.replace(await shop.context(), customer_message=asked)
+async def test_business_info_answers_the_weekday_the_customer_named_first(shop, asked, language, hours):
+    ctx = dataclasses.replace(await shop.context(), customer_message=asked, customer_language=language)
 
     result = await shop.call("get_business_info", ctx)
 

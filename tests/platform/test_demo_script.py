@@ -287,7 +287,7 @@ async def test_demo_pipeline_states_the_opening_hours(db: Database) -> None:
         await chat(db, runtime, accounts.webchat_id, "what are your opening hours?")
 
     (text,) = await reply_texts(db)
-    assert "Monday: 09:00-18:00" in text
+    assert "Monday: 9 AM to 6 PM" in text  # the hours as an English reader writes them
     assert "Sunday: closed" in text
     assert PROFILE.address in text
     (trace,) = await traces(db)

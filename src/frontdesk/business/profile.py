@@ -206,6 +206,25 @@ def _parse_close(text: str) -> time:
     return time.max if text == "24:00" else _parse(text)
 
 
-def weekly_lines(profile: BusinessProfile) -> list[str]:
-    """The weekly hours, one line per day, in English (the tool output the model reads)."""
-    return [f"{WEEKDAY_NAMES[day]}: {', '.join(profile.hours.get(day, [])) or 'closed'}" for day in WEEKDAYS]
+def weekly_lines(profile: BusinessProfile, language: str = "") -> list[str]:
+    """The weekly hours, one line per day, in English (the tool output the model reads), each
+    range as ``language`` writes it (``spoken_range``)."""
+    return [
+        f"{WEEKDAY_NAMES[day]}: {', '.join(spoken_range(r, language) for r in profile.hours.get(day, [])) or 'closed'}"
+        for day in WEEKDAYS
+    ]
+
+
+def spoken_range(text: str, language: str) -> str:
+    """An ``HH:MM-HH:MM`` range as a customer writing ``language`` reads it: "9 AM to 6 PM" in
+    English, as stored elsewhere (24-hour clocks). A 1.5B model asked in English converted 18:00
+    itself, to "5 PM"; given the 12-hour form it copies it."""
+    if language != "en" or len(text) != 11:
+        return text
+    return f"{_twelve_hour(text[:5])} to {_twelve_hour(text[6:])}"
+
+
+def _twelve_hour(text: str) -> str:
+    hour, minute = int(text[:2]) % 24, int(text[3:])
+    shown = f"{hour % 12 or 12}" + (f":{minute:02d}" if minute else "")
+    return f"{shown} {'AM' if hour < 12 else 'PM'}"

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
-from frontdesk.business.profile import EMAIL, WEEKDAY_NAMES, WEEKDAYS, BusinessProfile, weekly_lines
+from frontdesk.business.profile import EMAIL, WEEKDAY_NAMES, WEEKDAYS, BusinessProfile, spoken_range, weekly_lines
 from frontdesk.business.text import pick
 from frontdesk.capabilities.tools import BindKind, Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
@@ -163,7 +163,7 @@ def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
     return f"{base.rstrip('/')}/{tenant_id}/{photo.file_name}"
 
 
-def _days_asked(profile: BusinessProfile, message: str, today: date) -> dict[str, str]:
+def _days_asked(profile: BusinessProfile, message: str, today: date, language: str) -> dict[str, str]:
     """The hours of the next day of each weekday the customer named ("open on Sunday?", "chủ
     nhật", "el sábado"), a special day's if it is one, first in the result: a 1.5B model read the
     week's seven lines and stated another day's."""
@@ -172,7 +172,7 @@ def _days_asked(profile: BusinessProfile, message: str, today: date) -> dict[str
         day = today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7)
         ranges, special = profile.hours_on(day)
         label = f"{WEEKDAY_NAMES[key]} {day.isoformat()}" if special else WEEKDAY_NAMES[key]
-        asked[label] = ", ".join(ranges) or "closed"
+        asked[label] = ", ".join(spoken_range(r, language) for r in ranges) or "closed"
     return asked
 
 
@@ -183,7 +183,7 @@ def _business_output(data: BusinessData, language: str, now: datetime, message: 
     local = now.astimezone(profile.zone)
     today, special = profile.hours_on(local.date())
     output: dict[str, Any] = {
-        "hours_of_the_days_asked": _days_asked(profile, message, local.date()),
+        "hours_of_the_days_asked": _days_asked(profile, message, local.date(), language),
         "name": profile.name,
         "description": pick(profile.description, language, default),
         "address": profile.address,
@@ -193,12 +193,15 @@ def _business_output(data: BusinessData, language: str, now: datetime, message: 
         "timezone": profile.timezone,
         "local_time_now": local.strftime("%A %Y-%m-%d %H:%M"),
         "open_now": profile.open_at(now),
-        "today": {"hours": today or "closed", **({"note": pick(special.note, language, default)} if special else {})},
-        "weekly_hours": weekly_lines(profile),
+        "today": {
+            "hours": [spoken_range(r, language) for r in today] or "closed",
+            **({"note": pick(special.note, language, default)} if special else {}),
+        },
+        "weekly_hours": weekly_lines(profile, language),
         "special_days": [
             {
                 "date": day.date.isoformat(),
-                "hours": "closed" if day.closed else list(day.hours),
+                "hours": "closed" if day.closed else [spoken_range(r, language) for r in day.hours],
                 "note": pick(day.note, language, default),
             }
             for day in profile.upcoming_exceptions(local.date())
