@@ -48,7 +48,7 @@ def test_the_schema_admits_a_call_of_each_offered_tool_and_the_reply():
 
     assert valid(schema, {"tool": "get_service_detail", "args": {"service_id": "flyers"}})
     assert valid(schema, {"tool": "refer_to_human", "args": {"reason_for_team": "asked for a person"}})
-    assert valid(schema, {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Hello!"}], "claims": []}})
+    assert valid(schema, {"reply": "Hello!"})
 
 
 @pytest.mark.parametrize(
@@ -57,8 +57,9 @@ def test_the_schema_admits_a_call_of_each_offered_tool_and_the_reply():
         {"tool": "capture_lead", "args": {"name": "Ana", "phone": "555 123 4567"}},  # not offered this turn
         {"tool": "get_service_detail", "args": {}},  # a required argument missing
         {"tool": "get_service_detail", "args": {"service_id": "flyers", "discount": 50}},  # an invented one
-        {"tool": "reply", "args": {"blocks": [], "claims": []}},  # an empty reply
-        {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}]}, "extra": 1},
+        {"reply": ""},  # an empty reply
+        {"reply": "hi", "extra": 1},
+        {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}], "claims": []}},  # the long form
         "just some prose",
     ],
 )
@@ -67,19 +68,18 @@ def test_the_schema_refuses_anything_else(payload):
 
 
 def test_before_a_photo_was_fetched_the_reply_can_hold_text_only():
-    image = {"type": "image_group", "urls": ["https://shop.example/cards.png"]}
-    shown = {"type": "images_shown", "photo_ids": ["business-cards-1"]}
-    with_image = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Here!"}, image], "claims": [shown]}}
-    text = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Hello!"}], "claims": []}}
+    with_image = {"reply": "Here!", "photos": ["business-cards-1"]}
+    text = {"reply": "Hello!"}
 
-    before = call_schema([reply_tool_definition(photos_fetched=False)])
-    after = call_schema([reply_tool_definition(photos_fetched=True)])
+    before = call_schema([reply_tool_definition(photos_fetched=False)], ["business-cards-1"])
+    after = call_schema([reply_tool_definition(photos_fetched=True)], ["business-cards-1"])
 
     # An image nothing fetched can only be refused by the gate: the grammar does not offer one.
     assert valid(before, text)
     assert not valid(before, with_image)
     assert valid(after, text)
     assert valid(after, with_image)
+    assert not valid(after, {"reply": "Here!", "photos": ["flyers-9"]})  # only a photo this turn fetched
     # What hosted models see (and cache) is the same either way.
     assert (
         reply_tool_definition(photos_fetched=False).parameters_json_schema
@@ -100,7 +100,8 @@ def test_the_tool_list_is_short_and_names_arguments():
     section = tool_section(PARAMS.function_tools)
 
     assert "- get_service_detail(service_id)" in section
-    assert "- reply(blocks, claims?)" in section
+    assert '{"reply": "..."}' in section  # the reply's short form is in the rules, not a tool line
+    assert "- reply(" not in section
     assert "capture_lead" not in section
     assert len(section) < 2000  # names and first sentences, not three JSON schemas
 
@@ -148,15 +149,18 @@ def test_an_offered_call_is_parsed_and_anything_else_is_text_the_loop_asks_again
 def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_expand():
     from frontdesk.platform.models.local_prompt import grammar_schema
 
-    schema = grammar_schema(call_schema(PARAMS.function_tools))
+    from frontdesk.platform.models.contract import GATE_SCHEMA
+
+    # A tool whose arguments hold a tagged union and long bounds (the reply's full payload does).
+    schema = grammar_schema((reply_tool_definition().metadata or {})[GATE_SCHEMA])
     text = json.dumps(schema)
     text_block = next(d for name, d in schema["$defs"].items() if name.endswith("TextBlock"))
 
     assert "type" in text_block["required"]  # a block without its tag would fail validation after the call
     assert '"maxLength"' not in text
     assert '"maxItems"' not in text
-    assert not valid(schema, {"tool": "reply", "args": {"blocks": [{"text": "hi"}], "claims": []}})
-    assert valid(schema, {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "hi"}], "claims": []}})
+    assert not valid(schema, {"blocks": [{"text": "hi"}], "claims": []})
+    assert valid(schema, {"blocks": [{"type": "text", "text": "hi"}], "claims": []})
 
 
 def test_a_question_for_a_fact_starts_with_a_lookup_then_may_reply():
@@ -242,3 +246,32 @@ def test_a_call_with_nothing_left_to_choose_is_settled_without_the_model():
     assert settled(_bound_to(("flyers",), "get_service_detail", "get_business_info")) is None
     assert settled(params_for("refer_to_human").function_tools[:1]) is None
     assert settled(params_for().function_tools) is None  # the reply alone: its words are the model's
+
+
+def test_the_short_reply_becomes_the_reply_tools_arguments_and_is_shown_back_short():
+    from frontdesk.reasoning.terminal import TerminalPayload
+
+    from frontdesk.platform.models.local_prompt import turn_photos
+
+    offered = params_for("get_service_photos").function_tools
+    url = "https://shop.example/media/t1/flyers-1-0a1b2c3d.jpg"
+    fetched = ToolReturnPart(
+        "get_service_photos", {"service_id": "flyers", "photos": [{"id": "flyers-1", "url": url}]}, tool_call_id="c0"
+    )
+    turn = [ModelRequest(parts=[UserPromptPart("photos of flyers?")]), ModelRequest(parts=[fetched])]
+    photos = turn_photos(turn)
+    assert photos == {"flyers-1": url}
+
+    call = parse_output('{"reply": "Here they are!", "photos": ["flyers-1"]}', offered, "c1", photos)
+
+    assert isinstance(call, ToolCallPart)
+    assert call.tool_name == "reply"
+    payload = TerminalPayload.model_validate(call.args)  # what the loop validates and the gate reads
+    assert [b.type for b in payload.blocks] == ["text", "image_group"]
+    assert payload.blocks[0].text == "Here they are!"
+    assert [str(u) for u in payload.blocks[1].urls] == [url]  # the id the model wrote, as its URL
+    # The next step's prompt shows the model its own reply as it wrote it.
+    chat = chat_messages([*turn, ModelResponse(parts=[call])], offered)
+    assert json.loads(chat[-1]["content"]) == {"reply": "Here they are!", "photos": ["flyers-1"]}
+    # Not offered this step (a first step must call a tool): text, which the loop asks again about.
+    assert isinstance(parse_output('{"reply": "Hi"}', offered[:1], "c2"), TextPart)

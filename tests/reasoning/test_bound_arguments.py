@@ -26,14 +26,19 @@ CAPTURE_WITHOUT_PHONE = {
     "tool": "capture_lead",
     "args": {"service": "flyer", "customer_name": "Ana", "quantity": 1000, "summary_for_team": "1000 flyers"},
 }
-SAVED = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Saved, Ana! We'll call you."}], "claims": []}}
+SAVED = {"reply": "Saved, Ana! We'll call you."}  # the reply as the local client has a model write it
 
 
 def decode(meant: dict[str, Any], grammar: dict[str, Any]) -> str:
     """What a constrained decoder writes when the model means ``meant``: the grammar's own option
     for that tool (or its first), each enum field held to its choices, nothing the grammar lacks."""
     options = grammar["anyOf"]
-    option = next((o for o in options if o["properties"]["tool"]["const"] == meant["tool"]), options[0])
+    if "reply" in meant:
+        (short,) = [o for o in options if "reply" in o["properties"]]  # a step that may reply
+        jsonschema.validate(meant, short)
+        return json.dumps(meant)
+    calls = [o for o in options if "tool" in o["properties"]]
+    option = next((o for o in calls if o["properties"]["tool"]["const"] == meant["tool"]), calls[0])
     args_schema = option["properties"]["args"]
     fields = args_schema.get("properties", {})
     args = {k: v for k, v in meant["args"].items() if k in fields}
@@ -111,10 +116,7 @@ async def test_a_small_model_that_leaves_out_the_phone_still_saves_the_request_w
 
 async def test_a_contact_given_in_an_earlier_message_is_a_choice_for_a_later_request(db):
     remember = {"tool": "update_customer_info", "args": {"name": "Ana"}}
-    greeting = {
-        "tool": "reply",
-        "args": {"blocks": [{"type": "text", "text": "Hi Ana! How can I help?"}], "claims": []},
-    }
+    greeting = {"reply": "Hi Ana! How can I help?"}
     invented = {**CAPTURE_WITHOUT_PHONE, "args": {**CAPTURE_WITHOUT_PHONE["args"], "phone": "+1 555 0000 000"}}
     llama = GrammarBoundLlama(remember, greeting, invented, SAVED)
 
@@ -128,13 +130,25 @@ async def test_a_contact_given_in_an_earlier_message_is_a_choice_for_a_later_req
 
 async def test_item_fields_are_held_to_the_items_the_message_names(db):
     detail = {"tool": "get_service_detail", "args": {"service_id": "postcards"}}
-    answer = {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "Let me check."}], "claims": []}}
+    answer = {"reply": "Let me check."}
     llama = GrammarBoundLlama(detail, answer)
+
+    await run_turns(db, local_style(llama), "how much are 500 flyers or 500 business cards?")
+
+    (trace,) = await traces(db)
+    written = json.loads(trace.tool_calls[0]["args"])["service_id"]
+    assert written in ("flyers", "business-cards")  # the wrong id could not be written
+
+
+async def test_a_first_step_with_one_item_named_is_written_without_the_model(db):
+    llama = GrammarBoundLlama({"reply": "Let me check."})
 
     await run_turns(db, local_style(llama), "how much are 500 flyers?")
 
     (trace,) = await traces(db)
-    assert trace.tool_calls[0]["args"] == json.dumps({"service_id": "flyers"})  # the wrong id could not be written
+    assert trace.tool_calls[0]["args"] == json.dumps({"service_id": "flyers"})
+    assert len(llama.grammars) == 1  # the model wrote only the reply
+    assert trace.usage[0]["output_tokens"] == 0
 
 
 # -- any model: a contact the customer never gave is not saved

@@ -36,6 +36,7 @@ from frontdesk.platform.models.local_prompt import (
     grammar_schema,
     parse_output,
     settled_call,
+    turn_photos,
 )
 from frontdesk.platform.models.local_weights import INSTALL_HINT, Progress, resolve_weights
 
@@ -117,7 +118,8 @@ class LocalModelClient:
         # only what was added (the newest call and its result), not the whole turn again.
         chat = chat_messages(messages, params.function_tools)
         tools = allowed_tools(messages, params)
-        schema = call_schema(tools)
+        photos = turn_photos(messages)
+        schema = call_schema(tools, list(photos))
         self._calls += 1
         call_id = f"local-{self._calls}"
         settled = settled_call(schema)
@@ -137,7 +139,7 @@ class LocalModelClient:
         work.add_done_callback(self._release)
         output, usage = await asyncio.shield(work)
         return ModelResponse(
-            parts=[parse_output(output, tools, call_id)],
+            parts=[parse_output(output, tools, call_id, photos)],
             usage=RequestUsage(
                 input_tokens=usage.get("prompt_tokens", 0),
                 output_tokens=usage.get("completion_tokens", 0),

@@ -3,16 +3,17 @@
 A small model does well with a short prompt and no freedom of form. So the tools are listed by
 name, arguments and first sentence (not their full JSON schemas: the grammar enforces those), and
 every output is constrained by one JSON schema, an ``anyOf`` of ``{"tool": <name>, "args": <that
-tool's schema>}`` for exactly the tools the router offered this turn, ``reply`` included. The
-model cannot name a tool that was not offered or emit arguments of the wrong shape; whether what
-it says is true is still the verification gate's business.
+tool's schema>}`` for exactly the tools the router offered this turn, and of the reply in a short
+form (``{"reply": <text>}``, photos when one was fetched) that this client turns into the
+``reply`` tool's arguments. The model cannot name a tool that was not offered or emit arguments of
+the wrong shape; whether what it says is true is still the verification gate's business.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic_ai import (
@@ -37,20 +38,22 @@ DESCRIPTION_CHARS = 240
 FORMAT_RULES = """\
 # How you answer
 Every message you write is ONE JSON object: either a tool call {"tool": "<name>", "args": {...}}
-or the final answer {"tool": "reply", "args": {"blocks": [{"type": "text", "text": "..."}], "claims": []}}.
+or your answer to the customer {"reply": "..."} (to show photos a tool returned, add "photos": ["<photo id>"]).
 1. If the answer needs a fact of the business (a price, a turnaround, a minimum, hours, a photo),
    your first message calls the tool that returns it. You know no prices yourself.
 2. If the customer asks for a person, complains or wants a refund, call the hand-over tool.
-3. Then call reply, saying only what the tools returned, in the customer's language.
+3. Then reply in one to three short sentences: what the customer asked, as the tools returned it,
+   in the customer's language.
 4. You are the shop: write to the customer ("we", "you"). Never write their message back as yours."""
 
 
 def chat_messages(messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]) -> list[dict[str, str]]:
     """pydantic-ai messages as chat-template messages; the tool list joins the first system part."""
     chat: list[dict[str, str]] = []
+    photos = turn_photos(messages)
     for message in messages:
         if isinstance(message, ModelResponse):
-            chat.append({"role": "assistant", "content": _response_text(message)})
+            chat.append({"role": "assistant", "content": _response_text(message, photos)})
             continue
         assert isinstance(message, ModelRequest)
         for part in message.parts:
@@ -81,10 +84,10 @@ Answer with ONE JSON object calling one of the tools below: {"tool": "<name>", "
 
 
 def tool_section(tools: Sequence[ToolDefinition]) -> str:
-    """The answer format and the tools: a conversation's rules when ``reply`` is among them, else
-    (background work such as a memory summary) just the call format."""
+    """The answer format and the tools: a conversation's rules when ``reply`` is among them (the
+    rules say how to write it), else (background work such as a memory summary) the call format."""
     rules = FORMAT_RULES if any(t.name == REPLY_TOOL for t in tools) else CALL_FORMAT
-    return "\n".join([rules, "# Tools", *(tool_line(tool) for tool in tools)])
+    return "\n".join([rules, "# Tools", *(tool_line(tool) for tool in tools if tool.name != REPLY_TOOL)])
 
 
 def tool_line(tool: ToolDefinition) -> str:
@@ -119,13 +122,17 @@ def _last_customer_request(messages: Sequence[ModelMessage]) -> int:
     return 0
 
 
-def call_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
-    """One JSON schema for every output ``tools`` allow, ``$defs`` hoisted and namespaced."""
+def call_schema(tools: Sequence[ToolDefinition], photo_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """One JSON schema for every output ``tools`` allow, ``$defs`` hoisted and namespaced;
+    ``photo_ids``: the photos a short reply may show (``turn_photos``)."""
     options: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
     for index, tool in enumerate(tools):
         # What could pass the verification gate at this step, when the loop says (see contract).
         narrowed = (tool.metadata or {}).get(GATE_SCHEMA)
+        if tool.name == REPLY_TOOL:
+            options.append(_short_reply(narrowed or tool.parameters_json_schema, photo_ids))
+            continue
         args = copy.deepcopy(narrowed or tool.parameters_json_schema) or {"type": "object", "properties": {}}
         prefix = f"t{index}_"
         for name, sub in args.pop("$defs", {}).items():
@@ -144,6 +151,66 @@ def call_schema(tools: Sequence[ToolDefinition]) -> dict[str, Any]:
     return schema
 
 
+def _short_reply(schema: dict[str, Any], photo_ids: Sequence[str]) -> dict[str, Any]:
+    """The reply as a small model writes it: its words, and the ids of photos a tool returned this
+    turn when the gate could accept one at this step. The full payload (``{"tool": "reply",
+    "args": {"blocks": [{"type": "text", "text": …}], "claims": []}}``) wraps the words in some 25
+    tokens of fixed JSON, and a photo's URL is some 30 tokens to its id's 5, each generated one at a
+    time (~15 a second here): ``parse_output`` writes them instead. No claims: the gate reads the
+    text itself (prices, hours, contacts, actions)."""
+    properties: dict[str, Any] = {"reply": {"type": "string", "minLength": 1}}
+    if photo_ids and "ImageGroupBlock" in (schema.get("$defs") or {}):
+        properties["photos"] = {"type": "array", "items": {"enum": list(photo_ids)}, "minItems": 1}
+    return {"type": "object", "properties": properties, "required": ["reply"], "additionalProperties": False}
+
+
+def turn_photos(messages: Sequence[ModelMessage]) -> dict[str, str]:
+    """Photo id -> URL, of every photo a tool returned this turn: an object of a tool result with
+    an ``id`` and an http(s) ``url``."""
+    found: dict[str, str] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            ref, url = value.get("id"), value.get("url")
+            if isinstance(ref, str) and isinstance(url, str) and url.startswith(("http://", "https://")):
+                found.setdefault(ref, url)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for message in messages[_last_customer_request(messages) :]:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, ToolReturnPart):
+                    walk(part.content)
+    return found
+
+
+def reply_arguments(text: str, photos: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``reply`` tool's arguments for a short reply (see ``_short_reply``): ``photos`` are URLs."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if photos:
+        blocks.append({"type": "image_group", "urls": list(photos)})
+    return {"blocks": blocks, "claims": []}
+
+
+def _short_reply_of(args: dict[str, Any], photos: Mapping[str, str]) -> dict[str, Any] | None:
+    """A ``reply`` call's arguments as the short form, when they fit it (text, then photos, each
+    by its id when ``photos`` knows its URL)."""
+    blocks = args.get("blocks")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
+        return None
+    texts = [b.get("text") for b in blocks if b.get("type") == "text"]
+    urls = [u for b in blocks if b.get("type") == "image_group" for u in b.get("urls") or []]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    ids = {url: ref for ref, url in photos.items()}
+    short: dict[str, Any] = {"reply": "\n\n".join(t for t in texts if isinstance(t, str))}
+    return {**short, "photos": [ids.get(u, u) for u in urls]} if urls else short
+
+
 def settled_call(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The one output ``schema`` admits, when it admits one: a single tool whose every argument is
     held to one value (a ``const``, an enum of one, an object with nothing to fill), or is an
@@ -154,8 +221,8 @@ def settled_call(schema: dict[str, Any]) -> dict[str, Any] | None:
     names; the hours): greedy decoding under the grammar would write exactly this call, token by
     token, at some 15 tokens a second, so the client returns it without running the model."""
     options = schema.get("anyOf") or []
-    if len(options) != 1 or schema.get("$defs"):
-        return None
+    if len(options) != 1 or schema.get("$defs") or "tool" not in options[0]["properties"]:
+        return None  # the reply's words are never settled
     properties = options[0]["properties"]
     args = _settled_object(properties["args"])
     return None if args is None else {"tool": properties["tool"]["const"], "args": args}
@@ -223,25 +290,35 @@ def grammar_schema(schema: Any) -> Any:
     return kept
 
 
-def parse_output(text: str, tools: Sequence[ToolDefinition], call_id: str) -> ToolCallPart | TextPart:
+def parse_output(
+    text: str, tools: Sequence[ToolDefinition], call_id: str, photos: Mapping[str, str] | None = None
+) -> ToolCallPart | TextPart:
     """The model's output as a tool call, or as text when it is not one (cut off by the token
-    limit): the loop then asks again, as it does for any model that answers in prose."""
+    limit): the loop then asks again, as it does for any model that answers in prose. ``photos``:
+    the turn's photo id -> URL (``turn_photos``), for a short reply's photos."""
     try:
         payload = json.loads(text)
     except ValueError:
         return TextPart(text)
     offered = {tool.name for tool in tools}
+    if isinstance(payload, dict) and isinstance(payload.get("reply"), str) and REPLY_TOOL in offered:
+        shown = payload.get("photos") or []
+        if set(payload) <= {"reply", "photos"} and isinstance(shown, list):
+            urls = [(photos or {}).get(str(ref), str(ref)) for ref in shown]  # an unknown id: the gate refuses it
+            return ToolCallPart(REPLY_TOOL, reply_arguments(payload["reply"], urls), tool_call_id=call_id)
     if not isinstance(payload, dict) or payload.get("tool") not in offered or not isinstance(payload.get("args"), dict):
         return TextPart(text)
     return ToolCallPart(str(payload["tool"]), payload["args"], tool_call_id=call_id)
 
 
-def _response_text(response: ModelResponse) -> str:
+def _response_text(response: ModelResponse, photos: Mapping[str, str]) -> str:
     """A past response as the model would have written it (one JSON object per call)."""
     pieces: list[str] = []
     for part in response.parts:
         if isinstance(part, ToolCallPart):
-            pieces.append(json.dumps({"tool": part.tool_name, "args": part.args_as_dict()}, ensure_ascii=False))
+            args = part.args_as_dict()
+            short = _short_reply_of(args, photos) if part.tool_name == REPLY_TOOL else None
+            pieces.append(json.dumps(short or {"tool": part.tool_name, "args": args}, ensure_ascii=False))
         elif isinstance(part, TextPart):
             pieces.append(part.content)
     return "\n".join(pieces)
