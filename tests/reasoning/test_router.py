@@ -299,3 +299,31 @@ def test_a_complaint_about_food_is_a_request_for_a_person_in_any_shop(text, lang
 )
 def test_a_menu_or_a_holiday_question_unlocks_its_tools(text, domain):
     assert domain in ROUTER.route(text, NEW).domains
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "intent"),
+    [
+        # Vietnamese typed without its diacritics: answered in Vietnamese, its phrases read.
+        ("cho minh hoi gia in 500 to roi voi", "vi", "detail_question"),
+        ("thu bay shop co mo cua khong vay", "vi", "detail_question"),
+        ("em muon gap nhan vien, goi lai giup em nhe", "vi", "human_request"),
+        # English with a Vietnamese name, or words folding would share: still English.
+        ("Hi, I'm Minh. How much are 500 flyers?", "en", "detail_question"),
+        ("Is there a ten inch gap at the top of the banner?", "en", None),
+    ],
+)
+def test_unaccented_vietnamese_is_read_as_vietnamese(text, language, intent):
+    decision = ROUTER.route(text, NEW)
+
+    assert decision.language == language
+    if intent is not None:
+        assert decision.intent == intent
+
+
+def test_a_folded_single_syllable_is_no_signal():
+    # "gấp" (rush) and "gập" (folded) both fold to "gap": a tri-fold brochure is not a rush job.
+    decision = ROUTER.route("minh can 250 brochure gap ba cho quan cafe, bao nhieu tien vay", NEW)
+
+    assert decision.language == "vi"
+    assert decision.intent != "human_request"

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from frontdesk.capabilities.policy import RoutingDecision
+from frontdesk.reasoning._folding import _Pattern, fold
 from frontdesk.verification.contacts import contact_values
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
@@ -41,6 +42,28 @@ _ENGLISH_WORDS = re.compile(
     re.IGNORECASE,
 )
 LANGUAGES = ("en", "es", "vi")
+# Vietnamese words as typed without diacritics that English and Spanish messages do not use
+# (not "ten", "gap", "mo" or "sao", nor names like "Anh" or "Chi"): two of them mark a message as
+# Vietnamese ("shop oi in 1000 to roi bao nhieu tien vay"), read then with the folded lexicon too.
+_UNACCENTED_VIETNAMESE = frozenset(
+    {
+        "oi", "minh", "khong", "ko", "roi", "vay", "nhe", "nha", "cua", "giup", "chua", "duoc", "dc", "voi",
+        "luon", "dum", "nhung", "bao", "nhieu", "tien", "gia", "hom", "gui", "loi", "xem", "hinh", "mau", "em",
+        "lam", "muon", "sdt", "giao", "ngay", "gi", "cho", "cai", "nhan", "vien", "ban", "shop", "ah", "a",
+    }
+)  # fmt: skip
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def unaccented_vietnamese(text: str) -> int:
+    """How many distinct unaccented Vietnamese words ``text`` holds, when it has no diacritics at
+    all (0 otherwise: a message with some is read as written); "shop" and "a" count only beside
+    two others."""
+    if fold(text) != text:
+        return 0
+    found = {w for w in _WORDS.findall(text.lower()) if w in _UNACCENTED_VIETNAMESE}
+    strong = found - {"shop", "a", "ah"}
+    return len(found) if len(strong) >= 2 else 0
 
 
 def _two_or_more(words: list[str]) -> int:
@@ -80,6 +103,14 @@ class Router:
             }
             for language, signals in lexicons.items()
         }
+        # The Vietnamese signals as typed without diacritics, for a message that reads as such;
+        # a folded match counts only as a phrase of two words or more (``_folding``: "gấp", rush,
+        # and "gập", folded, are both "gap").
+        self._folded = {
+            signal: folded
+            for signal, pattern in self._lexicons.get("vi", {}).items()
+            if (folded := _Pattern.compile(pattern.pattern)).folded is not None
+        }
         words = sorted({w.lower() for ws in item_keywords.values() for w in ws if w.strip()}, key=len, reverse=True)
         # Whole words only: "lona" must not fire inside "Barcelona".
         alternatives = "|".join(re.escape(w) for w in words)
@@ -97,6 +128,11 @@ class Router:
                 if pattern.search(words):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
+        if unaccented_vietnamese(words) >= 2:
+            for signal, pattern in self._folded.items():
+                if signal not in hits and pattern.folded_phrase(words):
+                    hits.add(signal)
+                    per_language["vi"] = per_language.get("vi", 0) + 1
         # The gate's reading of phone numbers and e-mails: not quantities, amounts, dates or orders.
         if contact_values(text):
             hits.add("contact_info")
@@ -108,7 +144,9 @@ class Router:
         """Weighted evidence, so one borrowed word ("soy-based ink", "José Peña", "crêpe") does not
         switch the reply's language; with no evidence, the conversation's language so far."""
         scores = {
-            "vi": 3 * min(len(VIETNAMESE_LETTERS.findall(text)), 3) + per_language.get("vi", 0),
+            "vi": 3 * min(len(VIETNAMESE_LETTERS.findall(text)), 3)
+            + 2 * min(unaccented_vietnamese(text), 3)
+            + per_language.get("vi", 0),
             "es": 3 * len(_SPANISH_MARKS.findall(text))
             + 2 * len({m.lower() for m in _SPANISH_PHRASES.findall(text)})
             + _two_or_more(_SPANISH_WORDS.findall(text))
