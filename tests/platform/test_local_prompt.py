@@ -147,9 +147,8 @@ def test_an_offered_call_is_parsed_and_anything_else_is_text_the_loop_asks_again
 
 
 def test_the_grammar_keeps_union_tags_required_and_drops_what_llama_cpp_cannot_expand():
-    from frontdesk.platform.models.local_prompt import grammar_schema
-
     from frontdesk.platform.models.contract import GATE_SCHEMA
+    from frontdesk.platform.models.local_prompt import grammar_schema
 
     # A tool whose arguments hold a tagged union and long bounds (the reply's full payload does).
     schema = grammar_schema((reply_tool_definition().metadata or {})[GATE_SCHEMA])
@@ -249,9 +248,8 @@ def test_a_call_with_nothing_left_to_choose_is_settled_without_the_model():
 
 
 def test_the_short_reply_becomes_the_reply_tools_arguments_and_is_shown_back_short():
-    from frontdesk.reasoning.terminal import TerminalPayload
-
     from frontdesk.platform.models.local_prompt import turn_photos
+    from frontdesk.reasoning.terminal import TerminalPayload
 
     offered = params_for("get_service_photos").function_tools
     url = "https://shop.example/media/t1/flyers-1-0a1b2c3d.jpg"

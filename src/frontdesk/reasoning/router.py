@@ -129,8 +129,8 @@ class Router:
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
         if unaccented_vietnamese(words) >= 2:
-            for signal, pattern in self._folded.items():
-                if signal not in hits and pattern.folded_phrase(words):
+            for signal, folded in self._folded.items():
+                if signal not in hits and folded.folded_phrase(words):
                     hits.add(signal)
                     per_language["vi"] = per_language.get("vi", 0) + 1
         # The gate's reading of phone numbers and e-mails: not quantities, amounts, dates or orders.
