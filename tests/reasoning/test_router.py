@@ -327,3 +327,19 @@ def test_a_folded_single_syllable_is_no_signal():
 
     assert decision.language == "vi"
     assert decision.intent != "human_request"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ok, go ahead with the 1000 please",
+        "sí, prepárenos 300 de esas",
+        "perfecto, los quiero para el viernes",
+        "ok shop, đặt 2 cái nhé",
+        "vậy chốt nha shop",
+    ],
+)
+def test_going_ahead_with_the_item_discussed_is_an_order(text):
+    known = RouterState(item_in_context=True, contact_named=True, contact_given=True)
+
+    assert ROUTER.route(text, known).intent == "capture"
