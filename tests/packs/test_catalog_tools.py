@@ -150,6 +150,18 @@ async def test_business_info_answers_the_weekday_the_customer_named_first(shop, 
 
     assert next(iter(result.output)) == "hours_of_the_days_asked"
     assert result.output["hours_of_the_days_asked"] == hours
+    assert "weekly_hours" not in result.output  # only the days asked: no other day to state instead
+
+
+@pytest.mark.parametrize(("asked", "label"), [("are you open today?", "(today)"), ("¿abren mañana?", "(tomorrow)")])
+async def test_business_info_answers_today_or_tomorrow_by_its_weekday(shop, asked, label):
+    ctx = dataclasses.replace(await shop.context(), customer_message=asked)
+
+    result = await shop.call("get_business_info", ctx)
+
+    ((day, _hours),) = result.output["hours_of_the_days_asked"].items()
+    assert day.endswith(label)
+    assert day.split()[0] in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 async def test_business_info_without_a_weekday_named_has_no_such_part(shop):

@@ -209,7 +209,7 @@ async def test_demo_states_the_hours_and_address_the_business_info_gives(
     reply = " ".join(texts(result))
     assert PROFILE.address in reply
     assert str(PROFILE.phone) in reply
-    for day in weekly_lines(PROFILE):
+    for day in weekly_lines(PROFILE, CONTEXT.customer_language):
         assert day in reply
 
 
@@ -287,7 +287,7 @@ async def test_demo_pipeline_states_the_opening_hours(db: Database) -> None:
         await chat(db, runtime, accounts.webchat_id, "what are your opening hours?")
 
     (text,) = await reply_texts(db)
-    assert "Monday: 9 AM to 6 PM" in text  # the hours as an English reader writes them
+    assert "Monday to Friday: 9 AM to 6 PM" in text  # as an English reader writes them, equal days together
     assert "Sunday: closed" in text
     assert PROFILE.address in text
     (trace,) = await traces(db)

@@ -77,9 +77,11 @@ def test_before_a_photo_was_fetched_the_reply_can_hold_text_only():
     # An image nothing fetched can only be refused by the gate: the grammar does not offer one.
     assert valid(before, text)
     assert not valid(before, with_image)
-    assert valid(after, text)
     assert valid(after, with_image)
     assert not valid(after, {"reply": "Here!", "photos": ["flyers-9"]})  # only a photo this turn fetched
+    # Photos fetched (the customer asked to see them) are shown: a reply without them is not offered.
+    assert not valid(after, text)
+    assert valid(call_schema([reply_tool_definition(photos_fetched=True)]), text)  # none fetched this turn
     # What hosted models see (and cache) is the same either way.
     assert (
         reply_tool_definition(photos_fetched=False).parameters_json_schema
@@ -268,8 +270,11 @@ def test_the_short_reply_becomes_the_reply_tools_arguments_and_is_shown_back_sho
     assert [b.type for b in payload.blocks] == ["text", "image_group"]
     assert payload.blocks[0].text == "Here they are!"
     assert [str(u) for u in payload.blocks[1].urls] == [url]  # the id the model wrote, as its URL
-    # The next step's prompt shows the model its own reply as it wrote it.
+    # The next step's prompt shows the model its own reply as it wrote it, and the photos by id
+    # only (shown their URLs, it wrote them into its text).
     chat = chat_messages([*turn, ModelResponse(parts=[call])], offered)
     assert json.loads(chat[-1]["content"]) == {"reply": "Here they are!", "photos": ["flyers-1"]}
+    assert '"id": "flyers-1"' in chat[-2]["content"]
+    assert url not in chat[-2]["content"]
     # Not offered this step (a first step must call a tool): text, which the loop asks again about.
     assert isinstance(parse_output('{"reply": "Hi"}', offered[:1], "c2"), TextPart)

@@ -207,12 +207,22 @@ def _parse_close(text: str) -> time:
 
 
 def weekly_lines(profile: BusinessProfile, language: str = "") -> list[str]:
-    """The weekly hours, one line per day, in English (the tool output the model reads), each
-    range as ``language`` writes it (``spoken_range``)."""
-    return [
-        f"{WEEKDAY_NAMES[day]}: {', '.join(spoken_range(r, language) for r in profile.hours.get(day, [])) or 'closed'}"
-        for day in WEEKDAYS
-    ]
+    """The weekly hours in English (the tool output the model reads), one line per run of days
+    with the same hours ("Monday to Friday: …"), each range as ``language`` writes it
+    (``spoken_range``). Grouped here, not by the model: a 1.5B model summing up seven lines wrote
+    "Monday through Saturday from 9 AM to 6 PM" for a shop that closes at 2 on Saturdays."""
+    runs: list[tuple[list[str], str]] = []
+    for day in WEEKDAYS:
+        hours = ", ".join(spoken_range(r, language) for r in profile.hours.get(day, [])) or "closed"
+        if runs and runs[-1][1] == hours:
+            runs[-1][0].append(day)
+        else:
+            runs.append(([day], hours))
+    lines = []
+    for days, hours in runs:
+        named = WEEKDAY_NAMES[days[0]] if len(days) == 1 else f"{WEEKDAY_NAMES[days[0]]} to {WEEKDAY_NAMES[days[-1]]}"
+        lines.append(f"{named}: {hours}")
+    return lines
 
 
 def spoken_range(text: str, language: str) -> str:

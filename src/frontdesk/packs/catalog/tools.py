@@ -25,7 +25,7 @@ from frontdesk.humans import hand_off, notify, open_task, open_tasks
 from frontdesk.packs._pack import PackDeps
 from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
-from frontdesk.verification.facts import day_words
+from frontdesk.verification.facts import day_words, relative_days
 
 _PHONE = re.compile(r"^\+?[\d\s().-]{7,25}$")
 
@@ -164,16 +164,20 @@ def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
 
 
 def _days_asked(profile: BusinessProfile, message: str, today: date, language: str) -> dict[str, str]:
-    """The hours of the next day of each weekday the customer named ("open on Sunday?", "chủ
-    nhật", "el sábado"), a special day's if it is one, first in the result: a 1.5B model read the
-    week's seven lines and stated another day's."""
+    """The hours of each day the customer named (the next such weekday: "open on Sunday?", "chủ
+    nhật", "el sábado"; today, tomorrow), a special day's if it is one, first in the result: a
+    1.5B model read the week's lines and stated another day's."""
+    named = [(today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7), "") for _, key in day_words(message)]
+    named += [(today + timedelta(days=ahead), _RELATIVE_LABELS.get(ahead, "")) for _, ahead in relative_days(message)]
     asked: dict[str, str] = {}
-    for key in dict.fromkeys(key for _, key in day_words(message)):
-        day = today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7)
+    for day, relative in dict.fromkeys(named):
         ranges, special = profile.hours_on(day)
-        label = f"{WEEKDAY_NAMES[key]} {day.isoformat()}" if special else WEEKDAY_NAMES[key]
+        label = WEEKDAY_NAMES[WEEKDAYS[day.weekday()]] + (f" {day.isoformat()}" if special else "") + relative
         asked[label] = ", ".join(spoken_range(r, language) for r in ranges) or "closed"
     return asked
+
+
+_RELATIVE_LABELS = {0: " (today)", 1: " (tomorrow)"}
 
 
 def _business_output(data: BusinessData, language: str, now: datetime, message: str = "") -> dict[str, Any]:
@@ -182,8 +186,9 @@ def _business_output(data: BusinessData, language: str, now: datetime, message: 
     default = data.default_language
     local = now.astimezone(profile.zone)
     today, special = profile.hours_on(local.date())
+    asked = _days_asked(profile, message, local.date(), language)
     output: dict[str, Any] = {
-        "hours_of_the_days_asked": _days_asked(profile, message, local.date(), language),
+        "hours_of_the_days_asked": asked,
         "name": profile.name,
         "description": pick(profile.description, language, default),
         "address": profile.address,
@@ -197,7 +202,9 @@ def _business_output(data: BusinessData, language: str, now: datetime, message: 
             "hours": [spoken_range(r, language) for r in today] or "closed",
             **({"note": pick(special.note, language, default)} if special else {}),
         },
-        "weekly_hours": weekly_lines(profile, language),
+        # Asked about some days, the customer gets those: the week besides only gave a small
+        # model other days' hours to state.
+        "weekly_hours": [] if asked else weekly_lines(profile, language),
         "special_days": [
             {
                 "date": day.date.isoformat(),

@@ -42,8 +42,7 @@ or your answer to the customer {"reply": "..."} (to show photos a tool returned,
 1. If the answer needs a fact of the business (a price, a turnaround, a minimum, hours, a photo),
    your first message calls the tool that returns it. You know no prices yourself.
 2. If the customer asks for a person, complains or wants a refund, call the hand-over tool.
-3. Then reply in one to three short sentences: what the customer asked, as the tools returned it,
-   in the customer's language.
+3. Then reply, saying only what the tools returned, in the customer's language.
 4. You are the shop: write to the customer ("we", "you"). Never write their message back as yours."""
 
 
@@ -159,9 +158,13 @@ def _short_reply(schema: dict[str, Any], photo_ids: Sequence[str]) -> dict[str, 
     time (~15 a second here): ``parse_output`` writes them instead. No claims: the gate reads the
     text itself (prices, hours, contacts, actions)."""
     properties: dict[str, Any] = {"reply": {"type": "string", "minLength": 1}}
+    required = ["reply"]
     if photo_ids and "ImageGroupBlock" in (schema.get("$defs") or {}):
+        # Fetched because the customer asked to see them (the router offers photos only then):
+        # the reply shows them. Left to choose, the model wrote "here are the photos" without.
         properties["photos"] = {"type": "array", "items": {"enum": list(photo_ids)}, "minItems": 1}
-    return {"type": "object", "properties": properties, "required": ["reply"], "additionalProperties": False}
+        required.append("photos")
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def turn_photos(messages: Sequence[ModelMessage]) -> dict[str, str]:
@@ -340,9 +343,24 @@ def _user_text(part: UserPromptPart) -> str:
 
 def _tool_result_text(part: ToolReturnPart) -> str:
     content = (
-        part.content if isinstance(part.content, str) else json.dumps(part.content, ensure_ascii=False, default=str)
+        part.content
+        if isinstance(part.content, str)
+        else json.dumps(_without_photo_urls(part.content), ensure_ascii=False, default=str)
     )
     return f"{part.tool_name} result: {content}"
+
+
+def _without_photo_urls(value: Any) -> Any:
+    """A tool result with each photo's URL left out (an object with an ``id`` and an http(s)
+    ``url``): the model shows a photo by its id (``turn_photos``). Shown the URLs, it wrote them
+    into the reply's text, 30 tokens each, instead of showing the photos."""
+    if isinstance(value, list):
+        return [_without_photo_urls(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    url = value.get("url")
+    photo = isinstance(value.get("id"), str) and isinstance(url, str) and url.startswith(("http://", "https://"))
+    return {k: _without_photo_urls(v) for k, v in value.items() if not (photo and k == "url")}
 
 
 def _signature(tool: ToolDefinition) -> str:

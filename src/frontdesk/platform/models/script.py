@@ -223,6 +223,8 @@ class _Filler:
                 value = value[int(key)]
             else:
                 return found.group(0)
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return "; ".join(value)  # lines (the week's hours) as a sentence would list them
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
