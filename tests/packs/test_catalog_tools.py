@@ -105,6 +105,19 @@ async def test_search_finds_business_cards_in_english_spanish_and_vietnamese(sho
     assert set(CARDS_PRICES) <= set(result.evidence.prices)
 
 
+async def test_a_category_the_catalog_lacks_is_no_filter_and_the_real_ones_are_named(shop):
+    ctx = await shop.context()
+    services = demo_business_file().items
+
+    guessed = await shop.call("search_services", ctx, query="", category="all")
+    apparel = await shop.call("search_services", ctx, query="", category="Apparel")
+
+    assert guessed.output["count"] == len(services)  # not "nothing on offer"
+    assert "apparel" in guessed.output["categories"]
+    assert {r["id"] for r in apparel.output["results"]} == {i.spec.id for i in services if i.spec.category == "apparel"}
+    assert "categories" not in apparel.output
+
+
 async def test_search_gives_price_evidence_only_for_services_whose_price_is_set(shop):
     ctx = await shop.context()
     services = [item.spec for item in demo_business_file().items]

@@ -227,13 +227,19 @@ def build_tools(deps: PackDeps) -> list[Tool]:
 
     async def search_services(args: SearchServicesArgs, ctx: ToolContext) -> ToolResult:
         data = await catalog_of(ctx)
+        # A category the catalog does not have ("all", a guess) is no filter: searched with it,
+        # a small model told a customer browsing the catalog that nothing was on offer.
+        categories = sorted({i.category for i in data.active_items if i.category})
+        known = {c.lower(): c for c in categories}
+        category = known.get((args.category or "").strip().lower())
         if deps.search is None:
-            found = search(data.active_items, args.query, args.category)
+            found = search(data.active_items, args.query, category)
         else:
-            found = await search_indexed(deps.search, data, args.query, args.category)
+            found = await search_indexed(deps.search, data, args.query, category)
         language, default = ctx.customer_language, data.default_language
+        unknown = {"categories": categories} if args.category and category is None else {}
         return ToolResult(
-            output={"results": [_row(i, language, default) for i in found], "count": len(found)},
+            output={"results": [_row(i, language, default) for i in found], "count": len(found), **unknown},
             evidence=_price_evidence(found, data, language),
             summary={
                 "query": args.query,
@@ -303,7 +309,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
                 schedule=_schedule(profile, clock.now().astimezone(profile.zone).date()),
                 revision=data.revision,
             ),
-            summary={"address": profile.address, "phone": profile.phone, "hours": output["weekly_hours"]},
+            summary={"address": profile.address, "phone": profile.phone, "hours": weekly_lines(profile)},
             state_key="business",
         )
 
