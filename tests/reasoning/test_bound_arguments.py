@@ -255,3 +255,33 @@ async def test_a_refused_reply_with_nothing_done_is_still_the_hold_message(db):
 async def leads_tasks(db) -> list[Task]:
     async with db.transaction() as session:
         return list(await session.scalars(select(Task).where(Task.kind == "follow_up")))
+
+
+async def test_a_name_said_in_an_earlier_message_makes_the_order_start_with_saving_it(db):
+    # The model kept the phone but not the name; the order a turn later still starts with saving it.
+    remember = {"tool": "update_customer_info", "args": {"phone": "+34 612 345 678"}}
+    hello = {"reply": "¡Hola, Lucía! ¿En qué te ayudo?"}
+    capture = {
+        "tool": "capture_lead",
+        "args": {
+            "service": "stickers-labels",
+            "customer_name": "Lucía Fernández",
+            "quantity": 500,
+            "summary_for_team": "500 stickers with the shop's logo",
+        },
+    }
+    llama = GrammarBoundLlama(remember, hello, capture, {"reply": "¡Listo, Lucía! Te llamamos."})
+
+    await run_turns(
+        db,
+        local_style(llama),
+        "Hola! Soy Lucía Fernández, mi número es +34 612 345 678",
+        "quiero hacer un pedido de 500 pegatinas con el logo de mi tienda",
+    )
+
+    _, order = await traces(db)
+    assert order.route["intent"] == "capture"
+    # The first step could only save the request (the grammar held it to capture_lead).
+    assert [o["properties"]["tool"]["const"] for o in llama.grammars[2]["anyOf"]] == ["capture_lead"]
+    (lead,) = await leads(db)
+    assert (lead["customer_name"], lead["phone"]) == ("Lucía Fernández", "+34 612 345 678")

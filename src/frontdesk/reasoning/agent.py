@@ -121,6 +121,13 @@ class AgentRun:
     budget_spent: Spent | None = None
 
 
+def _introduced(router: TurnRouter, history: Sequence[TurnMessage]) -> bool:
+    """Whether an earlier customer message gave the customer's name (the router's reading)."""
+    return any(
+        "introduction" in router.route(m.text, RouterState()).signals for m in history if m.role == "user" and m.text
+    )
+
+
 def understood_nothing(batch: Sequence[TurnMessage]) -> bool:
     """Every message is a voice note nobody could transcribe: the turn asks to repeat it, without
     the model (so it claims none of the model's budget)."""
@@ -199,7 +206,9 @@ class Agent:
                     preferred_language=context.likely_language,
                     workflow_phase=flow[0] if flow else None,
                     workflow_domains=flow[1] if flow else frozenset(),
-                    contact_named=bool(context.contact.name),
+                    # Named when saved, or when the customer said their name earlier in the
+                    # history the model reads ("Soy Lucía", then the order): the model has it.
+                    contact_named=bool(context.contact.name) or _introduced(router, turn.history),
                     contact_given=bool(bindings.phones or bindings.emails),
                 ),
             )
