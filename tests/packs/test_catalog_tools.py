@@ -118,6 +118,17 @@ async def test_a_category_the_catalog_lacks_is_no_filter_and_the_real_ones_are_n
     assert "categories" not in apparel.output
 
 
+async def test_a_long_listing_names_and_prices_each_item_and_a_short_one_tells_all(shop):
+    ctx = await shop.context()
+
+    listing = await shop.call("search_services", ctx, query="")
+    one = await shop.call("search_services", ctx, query="wedding invitations")
+
+    assert all(set(row) == {"id", "name", "price"} for row in listing.output["results"])
+    assert listing.evidence.prices  # every price listed is still evidence for the reply
+    assert {"summary", "turnaround_days"} <= set(one.output["results"][0])
+
+
 async def test_search_gives_price_evidence_only_for_services_whose_price_is_set(shop):
     ctx = await shop.context()
     services = [item.spec for item in demo_business_file().items]

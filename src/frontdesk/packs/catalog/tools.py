@@ -123,6 +123,10 @@ class ReferToHumanArgs(_Args):
     )
 
 
+# More search results than this are listed by name and price only.
+LISTING_ROWS = 6
+
+
 def _row(item: CatalogItem, language: str, default: str) -> dict[str, Any]:
     prices = item.price_texts(language, default)
     return {
@@ -238,8 +242,13 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             found = await search_indexed(deps.search, data, args.query, category)
         language, default = ctx.customer_language, data.default_language
         unknown = {"categories": categories} if args.category and category is None else {}
+        rows = [_row(i, language, default) for i in found]
+        if len(rows) > LISTING_ROWS:
+            # A listing (what do you print?) names and prices each item; its details are one call
+            # away. Whole, the print shop's 15 rows were ~1,500 tokens: 11 s for a small model to read.
+            rows = [{k: row[k] for k in ("id", "name", "price")} for row in rows]
         return ToolResult(
-            output={"results": [_row(i, language, default) for i in found], "count": len(found), **unknown},
+            output={"results": rows, "count": len(found), **unknown},
             evidence=_price_evidence(found, data, language),
             summary={
                 "query": args.query,
