@@ -45,12 +45,12 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class _Pattern:
+class FoldablePattern:
     exact: re.Pattern[str]
     folded: re.Pattern[str] | None  # None when folding does not change the pattern
 
     @classmethod
-    def compile(cls, source: str) -> _Pattern:
+    def compile(cls, source: str) -> FoldablePattern:
         flat = fold(source)
         return cls(re.compile(source, re.IGNORECASE), None if flat == source else re.compile(flat, re.IGNORECASE))
 
@@ -68,11 +68,13 @@ class PatternTable:
 
     def __init__(self, table: Mapping[str, Mapping[str, Iterable[str]]]) -> None:
         self._table = {
-            name: {language: [_Pattern.compile(p) for p in patterns] for language, patterns in by_language.items()}
+            name: {
+                language: [FoldablePattern.compile(p) for p in patterns] for language, patterns in by_language.items()
+            }
             for name, by_language in table.items()
         }
 
-    def patterns(self) -> Iterator[_Pattern]:
+    def patterns(self) -> Iterator[FoldablePattern]:
         for by_language in self._table.values():
             for patterns in by_language.values():
                 yield from patterns

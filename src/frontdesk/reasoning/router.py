@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from frontdesk.capabilities.policy import RoutingDecision
-from frontdesk.reasoning._folding import _Pattern, fold
+from frontdesk.reasoning._folding import FoldablePattern, fold
 from frontdesk.verification.contacts import contact_values
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
@@ -109,7 +109,7 @@ class Router:
         self._folded = {
             signal: folded
             for signal, pattern in self._lexicons.get("vi", {}).items()
-            if (folded := _Pattern.compile(pattern.pattern)).folded is not None
+            if (folded := FoldablePattern.compile(pattern.pattern)).folded is not None
         }
         words = sorted({w.lower() for ws in item_keywords.values() for w in ws if w.strip()}, key=len, reverse=True)
         # Whole words only: "lona" must not fire inside "Barcelona".
@@ -128,11 +128,14 @@ class Router:
                 if pattern.search(words):
                     hits.add(signal)
                     per_language[language] = per_language.get(language, 0) + 1
-        if unaccented_vietnamese(words) >= 2:
+        unaccented = unaccented_vietnamese(words)
+        if unaccented >= 2:
+            # Its words are evidence of the language too (read once, here, for ``language``).
+            per_language["vi"] = per_language.get("vi", 0) + 2 * min(unaccented, 3)
             for signal, folded in self._folded.items():
                 if signal not in hits and folded.folded_phrase(words):
                     hits.add(signal)
-                    per_language["vi"] = per_language.get("vi", 0) + 1
+                    per_language["vi"] += 1
         # The gate's reading of phone numbers and e-mails: not quantities, amounts, dates or orders.
         if contact_values(text):
             hits.add("contact_info")
@@ -144,9 +147,7 @@ class Router:
         """Weighted evidence, so one borrowed word ("soy-based ink", "José Peña", "crêpe") does not
         switch the reply's language; with no evidence, the conversation's language so far."""
         scores = {
-            "vi": 3 * min(len(VIETNAMESE_LETTERS.findall(text)), 3)
-            + 2 * min(unaccented_vietnamese(text), 3)
-            + per_language.get("vi", 0),
+            "vi": 3 * min(len(VIETNAMESE_LETTERS.findall(text)), 3) + per_language.get("vi", 0),
             "es": 3 * len(_SPANISH_MARKS.findall(text))
             + 2 * len({m.lower() for m in _SPANISH_PHRASES.findall(text)})
             + _two_or_more(_SPANISH_WORDS.findall(text))

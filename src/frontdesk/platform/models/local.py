@@ -116,9 +116,9 @@ class LocalModelClient:
         # The prompt lists every tool offered this turn, the grammar only those this step may
         # call: the prompt of each step then extends the last one's, and llama.cpp evaluates
         # only what was added (the newest call and its result), not the whole turn again.
-        chat = chat_messages(messages, params.function_tools)
-        tools = allowed_tools(messages, params)
         photos = turn_photos(messages)
+        chat = chat_messages(messages, params.function_tools, photos)
+        tools = allowed_tools(messages, params)
         schema = call_schema(tools, list(photos))
         self._calls += 1
         call_id = f"local-{self._calls}"

@@ -46,10 +46,13 @@ or your answer to the customer {"reply": "..."} (to show photos a tool returned,
 4. You are the shop: write to the customer ("we", "you"). Never write their message back as yours."""
 
 
-def chat_messages(messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]) -> list[dict[str, str]]:
-    """pydantic-ai messages as chat-template messages; the tool list joins the first system part."""
+def chat_messages(
+    messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition], photos: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
+    """pydantic-ai messages as chat-template messages; the tool list joins the first system part.
+    ``photos``: the turn's photo id -> URL, when the caller has read them (``turn_photos``)."""
     chat: list[dict[str, str]] = []
-    photos = turn_photos(messages)
+    photos = turn_photos(messages) if photos is None else photos
     for message in messages:
         if isinstance(message, ModelResponse):
             chat.append({"role": "assistant", "content": _response_text(message, photos)})
@@ -174,9 +177,8 @@ def turn_photos(messages: Sequence[ModelMessage]) -> dict[str, str]:
 
     def walk(value: Any) -> None:
         if isinstance(value, dict):
-            ref, url = value.get("id"), value.get("url")
-            if isinstance(ref, str) and isinstance(url, str) and url.startswith(("http://", "https://")):
-                found.setdefault(ref, url)
+            if photo := _photo_of(value):
+                found.setdefault(*photo)
             for inner in value.values():
                 walk(inner)
         elif isinstance(value, list):
@@ -189,6 +191,14 @@ def turn_photos(messages: Sequence[ModelMessage]) -> dict[str, str]:
                 if isinstance(part, ToolReturnPart):
                     walk(part.content)
     return found
+
+
+def _photo_of(value: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(id, URL) when ``value`` is a photo as tools return one: an ``id`` and an http(s) ``url``."""
+    ref, url = value.get("id"), value.get("url")
+    if isinstance(ref, str) and isinstance(url, str) and url.startswith(("http://", "https://")):
+        return ref, url
+    return None
 
 
 def reply_arguments(text: str, photos: Sequence[str] = ()) -> dict[str, Any]:
@@ -210,7 +220,7 @@ def _short_reply_of(args: dict[str, Any], photos: Mapping[str, str]) -> dict[str
     if not texts or not all(isinstance(t, str) for t in texts):
         return None
     ids = {url: ref for ref, url in photos.items()}
-    short: dict[str, Any] = {"reply": "\n\n".join(t for t in texts if isinstance(t, str))}
+    short: dict[str, Any] = {"reply": "\n\n".join(texts)}
     return {**short, "photos": [ids.get(u, u) for u in urls]} if urls else short
 
 
@@ -358,8 +368,7 @@ def _without_photo_urls(value: Any) -> Any:
         return [_without_photo_urls(item) for item in value]
     if not isinstance(value, dict):
         return value
-    url = value.get("url")
-    photo = isinstance(value.get("id"), str) and isinstance(url, str) and url.startswith(("http://", "https://"))
+    photo = _photo_of(value) is not None
     return {k: _without_photo_urls(v) for k, v in value.items() if not (photo and k == "url")}
 
 
