@@ -188,6 +188,40 @@ async def test_business_info_answers_today_or_tomorrow_by_its_weekday(shop, aske
     assert day.split()[0] in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
+@pytest.mark.parametrize(
+    ("asked", "language", "answer"),
+    [
+        ("are you open on Sunday?", "en", "Our hours: Sunday: closed."),
+        ("chu nhat shop co mo cua ko", "vi", "Giờ mở cửa của shop: Chủ nhật: nghỉ."),
+        ("¿qué horario tienen los sábados?", "es", "Nuestro horario: sábado: 10:00-14:00."),
+        ("what are your hours?", "en", None),  # no day named: the week is the model's to sum up
+        ("chủ nhật có mở không?", "fr", None),  # no words for it: the hold message, not English
+    ],
+)
+async def test_business_info_answers_the_days_asked_in_the_customers_own_words(shop, asked, language, answer):
+    ctx = dataclasses.replace(await shop.context(), customer_message=asked, customer_language=language)
+
+    result = await shop.call("get_business_info", ctx)
+
+    assert result.answer == answer
+
+
+async def test_a_listing_and_a_price_come_with_their_own_answer_and_a_short_search_does_not(shop):
+    ctx = dataclasses.replace(await shop.context(), customer_language="es")
+
+    listing = await shop.call("search_services", ctx, query="")
+    one = await shop.call("search_services", ctx, query="wedding invitations")
+    cards = await shop.call("get_service_detail", ctx, service_id="business-cards")
+    on_request = await shop.call("get_service_detail", ctx, service_id="custom-t-shirts")
+
+    assert listing.answer is not None
+    assert listing.answer.startswith("Imprimimos: ")
+    assert all(row["name"] in listing.answer for row in listing.output["results"])
+    assert one.answer is None  # a few rows are the model's to read, not a listing
+    assert cards.answer == f"Precios de Business cards: {', '.join(CARDS_PRICES)}."
+    assert on_request.answer is None  # quoted on request: the team's to price
+
+
 async def test_business_info_without_a_weekday_named_has_no_such_part(shop):
     result = await shop.call("get_business_info", await shop.context())
 

@@ -278,3 +278,74 @@ def test_the_short_reply_becomes_the_reply_tools_arguments_and_is_shown_back_sho
     assert url not in chat[-2]["content"]
     # Not offered this step (a first step must call a tool): text, which the loop asks again about.
     assert isinstance(parse_output('{"reply": "Hi"}', offered[:1], "c2"), TextPart)
+
+
+def test_a_reply_to_a_vietnamese_customer_is_written_from_its_vietnamese_opening():
+    import re
+
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from frontdesk.context.identity import REPLY_OPENINGS
+    from frontdesk.platform.models.local_prompt import grammar_schema
+
+    vietnamese = reply_tool_definition(opening=REPLY_OPENINGS["vi"])
+    (short,) = call_schema([vietnamese])["anyOf"]
+    pattern = grammar_schema(short)["properties"]["reply"]["pattern"]
+
+    assert re.fullmatch(pattern, "Dạ, chủ nhật shop nghỉ ạ.")
+    # Told to, the 1.5B model still answered in English; under the grammar it cannot start so.
+    assert not re.fullmatch(pattern, "Sorry, we are closed on Sunday.")
+    assert not re.fullmatch(pattern, 'Dạ, giá là $45", "photos": []')  # nothing that ends the JSON string early
+    assert '"Dạ,"' in json_schema_to_gbnf(json.dumps(grammar_schema({"anyOf": [short]})))  # llama.cpp writes it first
+    # Other languages (and hosted models, which never see the grammar) are left to write freely.
+    (free,) = call_schema([reply_tool_definition()])["anyOf"]
+    assert "pattern" not in json.dumps(grammar_schema(free))
+    assert parse_output('{"reply": "Dạ, chủ nhật shop nghỉ ạ."}', [vietnamese], "c1").args == {
+        "blocks": [{"type": "text", "text": "Dạ, chủ nhật shop nghỉ ạ."}],
+        "claims": [],
+    }
+
+
+async def test_the_loop_asks_a_vietnamese_customers_reply_to_open_in_vietnamese():
+    from frontdesk.capabilities.tools import ToolContext
+    from frontdesk.platform.models.contract import REPLY_OPENING
+    from frontdesk.reasoning.loop import run_generation
+    from harness import script_client
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = script_client(
+                {"default": [{"reply": {"blocks": [{"type": "text", "text": "Dạ, chào bạn!"}]}}]}
+            )
+            self.name = self.inner.name
+            self.openings: list[object] = []
+
+        async def request(self, messages, params):
+            reply = next(t for t in params.function_tools if t.name == "reply")
+            self.openings.append((reply.metadata or {}).get(REPLY_OPENING))
+            return await self.inner.request(messages, params)
+
+    for language, opening in (("vi", "Dạ,"), ("es", None)):
+        model = Recording()
+        context = ToolContext(tenant_id="t", conversation_id="c", customer_language=language)
+        await run_generation(model, [ModelRequest(parts=[UserPromptPart("xin chào")])], [], context)  # type: ignore[arg-type]
+        assert model.openings == [opening]
+
+
+def test_a_short_reply_cut_off_while_repeating_itself_keeps_its_sentences_before_the_repeat():
+    offered = params_for("get_service_detail").function_tools
+    # Stopped by the client's repetition check, mid-sentence, before the closing quote.
+    looped = '{"reply": "Dạ, card visit giao trong 3 ngày. Shop giúp bạn đặt hàng. Shop giúp bạn đặt hàng. Shop giúp'
+
+    call = parse_output(looped, offered, "c1")
+
+    assert isinstance(call, ToolCallPart)
+    assert call.args == {
+        "blocks": [{"type": "text", "text": "Dạ, card visit giao trong 3 ngày. Shop giúp bạn đặt hàng."}],
+        "claims": [],
+    }
+    # No whole sentence, a call cut off, or a reply that owed the photos it was showing: text, asked again.
+    assert isinstance(parse_output('{"reply": "Dạ, card visit giao trong', offered, "c2"), TextPart)
+    assert isinstance(parse_output('{"tool": "get_service_detail", "args": {"serv', offered, "c3"), TextPart)
+    photos = {"flyers-1": "https://shop.example/m/flyers-1-0a1b2c3d.jpg"}
+    assert isinstance(parse_output('{"reply": "Here. Here. Here', offered, "c4", photos), TextPart)

@@ -170,6 +170,10 @@ class ToolResult:
     # Tools this result makes callable from the generation's next step (``find_tools``); the
     # catalog admitted them under the turn's rules before they got here.
     offers: tuple[Tool, ...] = ()
+    # What the result tells the customer, in their language, written by the tool from its own data
+    # ("Prices for Postcards: $55 / 250 …"): sent when the model's replies about it were refused
+    # twice, instead of the hold message (and only if it passes the gate itself). None: no answer.
+    answer: str | None = None
 
 
 @dataclass(frozen=True)

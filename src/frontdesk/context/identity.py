@@ -26,6 +26,11 @@ REPLY_IN = {
     "fr": "Réponds au client en français.",
     "de": "Antworte dem Kunden auf Deutsch.",
 }
+# The first word of a reply written under a grammar, where a small model needs more than being told
+# the language. Told "Trả lời khách bằng tiếng Việt." the 1.5B model still answered four of ten
+# Vietnamese turns in English, word for word the same again after the gate's hint; a reply that
+# starts with "Dạ," (the polite "yes" a Vietnamese shop starts an answer with) goes on in Vietnamese.
+REPLY_OPENINGS = {"vi": "Dạ,"}
 
 
 class IdentityPolicy(BaseModel):

@@ -39,6 +39,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from frontdesk.capabilities.policy import Bundle
 from frontdesk.capabilities.tools import Tool, ToolContext, ToolFailure, ToolResult, output_texts
+from frontdesk.context.identity import REPLY_OPENINGS
 from frontdesk.context.ledgers import WorkingState
 from frontdesk.context.truncation import ResultAllowance, result_text
 from frontdesk.errors import ModelAPIError
@@ -75,8 +76,9 @@ class Outcome(StrEnum):
     FALLBACK = "fallback"
     # Written, but not sent: a person took the thread over while the model was working.
     SUPPRESSED = "suppressed"
-    # The model's reply after an action was refused, and the pack's courtesy reply for that
-    # action went out instead (the hand-over or the saved request already tells the team).
+    # The model's reply was refused, and words written by the tools went out instead: the pack's
+    # courtesy reply for an action (the hand-over or the saved request already tells the team),
+    # or a tool's own answer from its result (``ToolResult.answer``: the prices it looked up).
     TEMPLATED = "templated"
 
 
@@ -146,7 +148,10 @@ async def run_generation(
         key = (photos_fetched, len(run.bundle.tools))
         if key not in variants:
             reply = reply_tool_definition(
-                tool_first=bundle.tool_first, first_step=bundle.first_step, photos_fetched=photos_fetched
+                tool_first=bundle.tool_first,
+                first_step=bundle.first_step,
+                photos_fetched=photos_fetched,
+                opening=REPLY_OPENINGS.get(context.customer_language, ""),
             )
             variants[key] = ModelRequestParameters(
                 function_tools=[*(run.definition(t) for t in run.bundle.tools), reply], allow_text_output=True
@@ -251,6 +256,7 @@ class _Run:
     courtesy_texts: Mapping[str, str] = field(default_factory=dict)  # event -> a template over its result
     bindings: Bindings | None = None
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # event -> what its tool returned
+    answers: list[str] = field(default_factory=list)  # the tools' own answers this turn, in call order
     result: GenerationResult = field(default_factory=lambda: GenerationResult(Outcome.FALLBACK, []))
     offered_at_start: int = field(init=False)  # the bundle's size before any search added to it
 
@@ -335,6 +341,8 @@ class _Run:
                 # The gate must not accept a citation of a row the model never saw.
                 result = replace(result, evidence=result.evidence.visible_in(result_text(content)))
         self.state.record(tool.name, result)  # the ledger is current after every step
+        if result.answer and result.answer not in self.answers:
+            self.answers.append(result.answer)
         for event, _reference in result.evidence.events:
             returned = result.output if isinstance(result.output, dict) else {}
             self.done[event] = {**_arguments(call), **returned}  # what was asked, then what was done
@@ -376,7 +384,9 @@ class _Run:
         """The hold message, after what this turn really did ("your request is saved"): a reply
         refused for its wording must not hide a change that was made. When what was done has the
         pack's courtesy reply (a request saved, a hand-over), that reply goes out instead, filled
-        with what the tool returned: the customer hears what happens next, not a generic hold."""
+        with what the tool returned: the customer hears what happens next, not a generic hold.
+        Else, when a tool wrote its own answer from what it looked up (a price, the hours of the
+        day asked), that answer goes out."""
         courtesy = courtesy_reply(self.courtesy_texts, self.done)
         if courtesy:
             return self.finish(
@@ -386,6 +396,12 @@ class _Run:
         if "follow_up_cancelled" in events:
             events.discard("follow_up_updated")
         done = [text for event, text in self.outcome_texts.items() if event in events]
+        if self.answers:
+            # What the tools looked up, in their own words, rather than "a person will reply":
+            # held to the gate like any reply (a bug in a tool's answer ships nothing).
+            blocks = text_blocks(" ".join([*done, *self.answers]))
+            if verify(reply_content(blocks), [], self.state).accepted:
+                return self.finish(Outcome.TEMPLATED, blocks, f"{reason}; the tools' own answer sent", [])
         self.result.hold = True
         return self.finish(Outcome.FALLBACK, text_blocks(" ".join([*done, self.fallback_text])), reason, [])
 

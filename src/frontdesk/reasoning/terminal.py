@@ -13,7 +13,7 @@ from pydantic_ai import ToolDefinition
 from frontdesk.capabilities.lean_schema import lean_schema
 from frontdesk.capabilities.tools import compact_schema
 from frontdesk.output.blocks import MAX_BLOCKS, Block
-from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_TOOL, TOOL_FIRST
+from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_OPENING, REPLY_TOOL, TOOL_FIRST
 from frontdesk.verification.claims import Claim
 
 __all__ = ["REPLY_TOOL", "TerminalPayload", "reply_tool_definition"]
@@ -68,7 +68,7 @@ REPLY_DESCRIPTION = "The final answer to the customer: call it once, last."
 
 
 def reply_tool_definition(
-    *, tool_first: bool = False, first_step: Sequence[str] = (), photos_fetched: bool = True
+    *, tool_first: bool = False, first_step: Sequence[str] = (), photos_fetched: bool = True, opening: str = ""
 ) -> ToolDefinition:
     """``tool_first`` and ``first_step``: the bundle's; ``photos_fetched``: whether a tool returned
     a photo this turn (else the gate's schema leaves images out). All are told to clients that
@@ -79,6 +79,8 @@ def reply_tool_definition(
         metadata[TOOL_FIRST] = True
     if first_step:
         metadata[FIRST_STEP] = list(first_step)
+    if opening:
+        metadata[REPLY_OPENING] = opening
     metadata[GATE_SCHEMA] = json.loads(_SCHEMA_JSON if photos_fetched else _TEXT_ONLY_SCHEMA_JSON)
     return ToolDefinition(
         name=REPLY_TOOL,

@@ -18,11 +18,19 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.business import BusinessData, BusinessStore, CatalogItem, Photo
-from frontdesk.business.profile import EMAIL, WEEKDAY_NAMES, WEEKDAYS, BusinessProfile, spoken_range, weekly_lines
+from frontdesk.business.profile import EMAIL, WEEKDAYS, BusinessProfile, spoken_range, weekly_lines
 from frontdesk.business.text import pick
 from frontdesk.capabilities.tools import BindKind, Tool, ToolContext, ToolEvidence, ToolFailure, ToolResult
 from frontdesk.humans import hand_off, notify, open_task, open_tasks
 from frontdesk.packs._pack import PackDeps
+from frontdesk.packs.catalog.answers import (
+    DAY_WORDS,
+    ENGLISH_DAYS,
+    DayWords,
+    hours_answer,
+    listing_answer,
+    price_answer,
+)
 from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
 from frontdesk.verification.facts import day_words, relative_days
@@ -167,21 +175,23 @@ def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
     return f"{base.rstrip('/')}/{tenant_id}/{photo.file_name}"
 
 
-def _days_asked(profile: BusinessProfile, message: str, today: date, language: str) -> dict[str, str]:
+def _days_asked(
+    profile: BusinessProfile, message: str, today: date, language: str, words: DayWords = ENGLISH_DAYS
+) -> dict[str, str]:
     """The hours of each day the customer named (the next such weekday: "open on Sunday?", "chủ
     nhật", "el sábado"; today, tomorrow), a special day's if it is one, first in the result: a
-    1.5B model read the week's lines and stated another day's."""
+    1.5B model read the week's lines and stated another day's. ``words``: how the days are named
+    (English for the model to read; the customer's language for the tool's own answer)."""
+    relative_words = {0: words.today, 1: words.tomorrow}
     named = [(today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7), "") for _, key in day_words(message)]
-    named += [(today + timedelta(days=ahead), _RELATIVE_LABELS.get(ahead, "")) for _, ahead in relative_days(message)]
+    named += [(today + timedelta(days=ahead), relative_words.get(ahead, "")) for _, ahead in relative_days(message)]
     asked: dict[str, str] = {}
     for day, relative in dict.fromkeys(named):
         ranges, special = profile.hours_on(day)
-        label = WEEKDAY_NAMES[WEEKDAYS[day.weekday()]] + (f" {day.isoformat()}" if special else "") + relative
-        asked[label] = ", ".join(spoken_range(r, language) for r in ranges) or "closed"
+        label = words.weekdays[day.weekday()] + (f" {day.isoformat()}" if special else "")
+        label += f" ({relative})" if relative else ""
+        asked[label] = ", ".join(spoken_range(r, language) for r in ranges) or words.closed
     return asked
-
-
-_RELATIVE_LABELS = {0: " (today)", 1: " (tomorrow)"}
 
 
 def _business_output(data: BusinessData, language: str, now: datetime, message: str = "") -> dict[str, Any]:
@@ -250,6 +260,8 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         return ToolResult(
             output={"results": rows, "count": len(found), **unknown},
             evidence=_price_evidence(found, data, language),
+            # A listing answers "what do you print?"; a few rows answer a search the model should read.
+            answer=listing_answer([row["name"] for row in rows], language) if len(rows) > LISTING_ROWS else None,
             summary={
                 "query": args.query,
                 "found": [{"id": i.id, "name": i.display_name(default, default)} for i in found],
@@ -273,6 +285,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         return ToolResult(
             output=output,
             evidence=_price_evidence([item], data, language),
+            answer=price_answer(row["name"], item.price_texts(language, default), language),
             summary={
                 "service_id": item.id,
                 "name": item.display_name(default, default),
@@ -308,18 +321,23 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         if data.profile is None:
             raise ToolFailure("The business has not filled in its profile yet: offer to have the team answer.")
         profile = data.profile
-        output = _business_output(data, ctx.customer_language, clock.now(), ctx.customer_message)
+        language, now = ctx.customer_language, clock.now()
+        output = _business_output(data, language, now, ctx.customer_message)
+        words = DAY_WORDS.get(language)
+        today = now.astimezone(profile.zone).date()
+        asked = _days_asked(profile, ctx.customer_message, today, language, words) if words else {}
         contacts = tuple(c for c in (profile.phone, profile.email, profile.website) if c)
         return ToolResult(
             output=output,
             evidence=ToolEvidence(
                 facts=frozenset({"business_info"}),
                 contacts=contacts,
-                schedule=_schedule(profile, clock.now().astimezone(profile.zone).date()),
+                schedule=_schedule(profile, today),
                 revision=data.revision,
             ),
             summary={"address": profile.address, "phone": profile.phone, "hours": weekly_lines(profile)},
             state_key="business",
+            answer=hours_answer(list(asked.items()), language),
         )
 
     async def contact_of(session: AsyncSession, ctx: ToolContext) -> Contact:

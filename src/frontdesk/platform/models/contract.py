@@ -15,3 +15,7 @@ FIRST_STEP = "first_step"
 # before a tool returned a photo). A client that constrains its output (``local:``) generates under
 # it; the tool's own schema, the lean one hosted models see and cache, stays the same throughout.
 GATE_SCHEMA = "gate_schema"
+# Metadata on the reply tool's definition: the words the reply starts with, in the customer's
+# language (``context.identity.REPLY_OPENINGS``). A client that constrains its output writes them
+# first; the model goes on in that language.
+REPLY_OPENING = "reply_opening"

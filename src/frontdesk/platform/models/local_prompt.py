@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from pydantic_ai import (
 from pydantic_ai.messages import RetryFeedbackPart, RetryPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
-from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_TOOL, TOOL_FIRST
+from frontdesk.platform.models.contract import FIRST_STEP, GATE_SCHEMA, REPLY_OPENING, REPLY_TOOL, TOOL_FIRST
 
 DESCRIPTION_CHARS = 240
 
@@ -133,7 +134,8 @@ def call_schema(tools: Sequence[ToolDefinition], photo_ids: Sequence[str] = ()) 
         # What could pass the verification gate at this step, when the loop says (see contract).
         narrowed = (tool.metadata or {}).get(GATE_SCHEMA)
         if tool.name == REPLY_TOOL:
-            options.append(_short_reply(narrowed or tool.parameters_json_schema, photo_ids))
+            opening = (tool.metadata or {}).get(REPLY_OPENING, "")
+            options.append(_short_reply(narrowed or tool.parameters_json_schema, photo_ids, opening))
             continue
         args = copy.deepcopy(narrowed or tool.parameters_json_schema) or {"type": "object", "properties": {}}
         prefix = f"t{index}_"
@@ -153,14 +155,18 @@ def call_schema(tools: Sequence[ToolDefinition], photo_ids: Sequence[str] = ()) 
     return schema
 
 
-def _short_reply(schema: dict[str, Any], photo_ids: Sequence[str]) -> dict[str, Any]:
+def _short_reply(schema: dict[str, Any], photo_ids: Sequence[str], opening: str = "") -> dict[str, Any]:
     """The reply as a small model writes it: its words, and the ids of photos a tool returned this
     turn when the gate could accept one at this step. The full payload (``{"tool": "reply",
     "args": {"blocks": [{"type": "text", "text": …}], "claims": []}}``) wraps the words in some 25
     tokens of fixed JSON, and a photo's URL is some 30 tokens to its id's 5, each generated one at a
     time (~15 a second here): ``parse_output`` writes them instead. No claims: the gate reads the
-    text itself (prices, hours, contacts, actions)."""
-    properties: dict[str, Any] = {"reply": {"type": "string", "minLength": 1}}
+    text itself (prices, hours, contacts, actions). ``opening``: the words the text starts with
+    (then it is plain characters: no quote, backslash or control character to escape)."""
+    text: dict[str, Any] = {"type": "string", "minLength": 1}
+    if opening:
+        text = {"type": "string", OWN_PATTERN: f"^{re.escape(opening)} {_PLAIN_CHARACTER}+$"}
+    properties: dict[str, Any] = {"reply": text}
     required = ["reply"]
     if photo_ids and "ImageGroupBlock" in (schema.get("$defs") or {}):
         # Fetched because the customer asked to see them (the router offers photos only then):
@@ -168,6 +174,11 @@ def _short_reply(schema: dict[str, Any], photo_ids: Sequence[str]) -> dict[str, 
         properties["photos"] = {"type": "array", "items": {"enum": list(photo_ids)}, "minItems": 1}
         required.append("photos")
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+# A character of a JSON string that needs no escape (the pattern is written into the grammar as
+# characters, not as JSON: an escape sequence would not be one).
+_PLAIN_CHARACTER = r'[^"\\\x00-\x1f]'
 
 
 def turn_photos(messages: Sequence[ModelMessage]) -> dict[str, str]:
@@ -277,6 +288,9 @@ def _single_value(field: dict[str, Any]) -> Any:
 # the arguments are still validated against the full schema after the call, and the output
 # token limit bounds a runaway string.
 _EXPANDING_KEYWORDS = frozenset({"maxLength", "maxItems", "pattern", "format"})
+# A pattern this module writes for the grammar (a reply's opening words), kept where a tool's own
+# ``pattern`` is dropped: it is small and known to compile.
+OWN_PATTERN = "x-grammar-pattern"
 
 
 def grammar_schema(schema: Any) -> Any:
@@ -294,6 +308,9 @@ def grammar_schema(schema: Any) -> Any:
             continue
         if key in _EXPANDING_KEYWORDS and not isinstance(value, dict):
             continue
+        if key == OWN_PATTERN:
+            kept["pattern"] = value
+            continue
         if key in ("minLength", "minItems") and isinstance(value, int) and value > 1:
             kept[key] = 1
         elif key in ("properties", "$defs") and isinstance(value, dict):
@@ -308,12 +325,16 @@ def parse_output(
 ) -> ToolCallPart | TextPart:
     """The model's output as a tool call, or as text when it is not one (cut off by the token
     limit): the loop then asks again, as it does for any model that answers in prose. ``photos``:
-    the turn's photo id -> URL (``turn_photos``), for a short reply's photos."""
+    the turn's photo id -> URL (``turn_photos``), for a short reply's photos. A short reply cut off
+    while it repeated itself keeps its whole sentences before the first one said again."""
+    offered = {tool.name for tool in tools}
     try:
         payload = json.loads(text)
     except ValueError:
-        return TextPart(text)
-    offered = {tool.name for tool in tools}
+        cut = _cut_off_reply(text) if REPLY_TOOL in offered and not photos else None
+        if cut is None:
+            return TextPart(text)
+        return ToolCallPart(REPLY_TOOL, reply_arguments(cut), tool_call_id=call_id)
     if isinstance(payload, dict) and isinstance(payload.get("reply"), str) and REPLY_TOOL in offered:
         shown = payload.get("photos") or []
         if set(payload) <= {"reply", "photos"} and isinstance(shown, list):
@@ -322,6 +343,30 @@ def parse_output(
     if not isinstance(payload, dict) or payload.get("tool") not in offered or not isinstance(payload.get("args"), dict):
         return TextPart(text)
     return ToolCallPart(str(payload["tool"]), payload["args"], tool_call_id=call_id)
+
+
+_CUT_OFF_REPLY = re.compile(r'\s*\{\s*"reply"\s*:\s*"(?P<text>(?:[^"\\]|\\.)*)(?:\\)?', re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def _cut_off_reply(text: str) -> str | None:
+    """The whole sentences of a short reply that stopped before its closing quote, up to the first
+    one said again; None when there is none. Greedy decoding can fall into saying one sentence
+    over and over ("Chúng tôi có thể giúp bạn…" five times) until the client stops it; before
+    this, the loop got no reply at all, asked again, and got the same loop."""
+    match = _CUT_OFF_REPLY.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        words = json.loads(f'"{match["text"]}"')
+    except ValueError:
+        return None
+    kept: list[str] = []
+    for sentence in _SENTENCE_END.split(words.strip()):
+        if sentence in kept or not sentence.endswith((".", "!", "?", "…")):
+            break
+        kept.append(sentence)
+    return " ".join(kept) or None
 
 
 def _response_text(response: ModelResponse, photos: Mapping[str, str]) -> str:
