@@ -165,10 +165,9 @@ async def wait_for_trace(runtime: Runtime, conversation_id: str, count: int, tim
 
 
 async def explain(runtime: Runtime, trace: TurnTrace, conversation_id: str) -> None:
-    """For a turn that did not end in an accepted reply: each refused reply's failed rules and
-    text, or the loop's own reason (the figures say how often; this says why)."""
-    if trace.outcome == "replied":
-        return
+    """Each refused reply's failed rules and text (a retry accepted or not); for a turn that did not
+    end in an accepted reply with none refused, the loop's own reason (the figures say how often;
+    this says why)."""
     async with runtime.db.transaction() as session:
         found = list(
             await session.scalars(
@@ -178,8 +177,29 @@ async def explain(runtime: Runtime, trace: TurnTrace, conversation_id: str) -> N
     for r in found:
         rules = ", ".join(sorted({f["rule"] for f in r.failures}))
         print(f"{'':32s}refused ({rules}): {' '.join(r.reply_text.split())[:150]}", flush=True)
-    if not found:
+    if not found and trace.outcome != "replied":
         print(f"{'':32s}{trace.outcome}: {trace.detail}", flush=True)
+
+
+async def refusals(runtime: Runtime, trace: TurnTrace | None) -> int:
+    """How many of the turn's replies the gate refused."""
+    if trace is None:
+        return 0
+    async with runtime.db.transaction() as session:
+        count = await session.scalar(select(func.count()).where(ClaimRejection.turn_id == trace.id))
+    return int(count or 0)
+
+
+def retry_line(turns: list[dict[str, Any]]) -> str:
+    """What the gate's retry bought: of the turns with a refused reply, how many had the retry
+    accepted, and how many were served right in the end (by the retry, or by the tools' words)."""
+    refused = [t for t in turns if t["refused"]]
+    accepted = [t for t in refused if t["outcome"] == "replied"]
+    served = sum(t["served"] for t in refused)
+    return (
+        f"turns with a refused reply {len(refused)}: the retry accepted {len(accepted)} "
+        f"({sum(t['served'] for t in accepted)} served right), served right in the end {served}"
+    )
 
 
 async def last_assistant_id(runtime: Runtime, conversation_id: str) -> int:
@@ -278,12 +298,13 @@ async def conversations(bench: Bench, cases: list[dict[str, Any]], args: argpars
             seen = await what_was_seen(bench.runtime, conversation_id, last_seen, turn["text"], said, trace)
             score = score_turn(seen, turn["expect"], case["lang"], bench.catalog)
             figures = turn_figures(trace, bench.meter) if trace is not None else {**NO_TURN}
-            turns.append({**figures, "served": score.served})
+            refused = await refusals(bench.runtime, trace)
+            outcome = trace.outcome if trace is not None else "(none)"
+            turns.append({**figures, "served": score.served, "refused": refused, "outcome": outcome})
             said.append(turn["text"])
             if case["set"].startswith("aside") and not args.show_aside:
                 continue  # a set kept aside is read only as its figures: nobody tunes on its lines
             mark = "ok " if score.served else "NO "
-            outcome = trace.outcome if trace is not None else "(none)"
             print(
                 f"{case['id']:28s} {number} {mark} {figures['seconds']:5.1f}s {figures['evaluated']:5d}+"
                 f"{figures['reused']:<5d} tok {outcome:8s} {turn['text'][:50]}",
@@ -370,6 +391,7 @@ async def run(args: argparse.Namespace) -> int:
                 f"conversations ({name}): served right {served}/{len(chosen)} ({served / len(chosen):.0%}), "
                 f"turns {sum(t['served'] for t in turns)}/{len(turns)}; {timing(turns)}"
             )
+            print(f"conversations ({name}): {retry_line(turns)}")
     every = [t for r in results for t in r["turns"]] + first_rows
     if every:
         print(f"all turns: {timing(every)}")
