@@ -218,7 +218,7 @@ async def test_a_listing_and_a_price_come_with_their_own_answer_and_a_short_sear
     assert listing.answer.startswith("Imprimimos: ")
     assert all(row["name"] in listing.answer for row in listing.output["results"])
     assert one.answer is None  # a few rows are the model's to read, not a listing
-    assert cards.answer == f"Precios de Business cards: {', '.join(CARDS_PRICES)}."
+    assert cards.answer == f"Precios de Business cards: {CARDS_PRICE}. Listo en 3 días. Pedido mínimo: 250."
     assert on_request.answer is None  # quoted on request: the team's to price
 
 

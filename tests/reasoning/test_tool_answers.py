@@ -36,10 +36,23 @@ async def test_a_price_misquoted_twice_is_answered_with_the_prices_the_tool_look
     await converse(db, script, ("s1", "how much for 500 of the 4x6 postcards?"))
 
     (text,) = await reply_texts(db)
-    assert text == "Prices for Postcards: $55 / 250 4x6 postcards, $85 / 500 4x6 postcards."
+    assert text == (
+        "Prices for Postcards: $55 / 250 4x6 postcards, $85 / 500 4x6 postcards. Ready in 3 days. Minimum order: 250."
+    )
     (trace,) = await traces(db)
     assert trace.outcome == "templated"
     assert await needs_reply_tasks(db) == []  # answered: nobody has to pick it up
+
+
+async def test_a_price_asked_in_vietnamese_and_answered_in_english_twice_is_given_in_vietnamese(db):
+    english = text_reply("Business cards are $45 for 250 and $70 for 500.")  # refused: not Vietnamese
+    detail = {"tool": "get_service_detail", "args": {"service_id": "business-cards"}}
+    script = {"name": "cards-vi", "default": [detail, english, english]}
+
+    await converse(db, script, ("s1", "shop ơi in card visit giá bao nhiêu vậy?"))
+
+    (text,) = await reply_texts(db)
+    assert text == "Giá Business cards: $45 / 250 cards, $70 / 500 cards. Thời gian làm: 3 ngày. Đặt tối thiểu: 250."
 
 
 async def test_a_closed_day_asked_in_vietnamese_is_answered_closed_in_vietnamese(db):

@@ -40,6 +40,8 @@ DAY_WORDS = {
 
 _HOURS = {"en": "Our hours: {days}.", "es": "Nuestro horario: {days}.", "vi": "Giờ mở cửa của shop: {days}."}
 _PRICES = {"en": "Prices for {name}: {prices}.", "es": "Precios de {name}: {prices}.", "vi": "Giá {name}: {prices}."}
+_READY = {"en": "Ready in {days} days.", "es": "Listo en {days} días.", "vi": "Thời gian làm: {days} ngày."}
+_MINIMUM = {"en": "Minimum order: {quantity}.", "es": "Pedido mínimo: {quantity}.", "vi": "Đặt tối thiểu: {quantity}."}
 _LISTING = {"en": "We print: {names}.", "es": "Imprimimos: {names}.", "vi": "Shop nhận in: {names}."}
 
 
@@ -51,11 +53,19 @@ def hours_answer(days: Sequence[tuple[str, str]], language: str) -> str | None:
     return template.format(days="; ".join(f"{day}: {hours}" for day, hours in days))
 
 
-def price_answer(name: str, prices: Sequence[str], language: str) -> str | None:
+def detail_answer(
+    name: str, prices: Sequence[str], turnaround_days: int | None, minimum: int | None, language: str
+) -> str | None:
+    """An item's prices, turnaround and minimum order: what a question about one item asks."""
     template = _PRICES.get(language)
     if template is None or not prices:
         return None  # a price quoted on request is the team's to give
-    return template.format(name=name, prices=", ".join(prices))
+    sentences = [template.format(name=name, prices=", ".join(prices))]
+    if turnaround_days:
+        sentences.append(_READY[language].format(days=turnaround_days))
+    if minimum and minimum > 1:
+        sentences.append(_MINIMUM[language].format(quantity=minimum))
+    return " ".join(sentences)
 
 
 def listing_answer(names: Sequence[str], language: str) -> str | None:

@@ -27,9 +27,9 @@ from frontdesk.packs.catalog.answers import (
     DAY_WORDS,
     ENGLISH_DAYS,
     DayWords,
+    detail_answer,
     hours_answer,
     listing_answer,
-    price_answer,
 )
 from frontdesk.packs.catalog.items import find, search, search_indexed
 from frontdesk.platform.store.schema import Contact, Conversation, Task
@@ -285,7 +285,9 @@ def build_tools(deps: PackDeps) -> list[Tool]:
         return ToolResult(
             output=output,
             evidence=_price_evidence([item], data, language),
-            answer=price_answer(row["name"], item.price_texts(language, default), language),
+            answer=detail_answer(
+                row["name"], item.price_texts(language, default), item.turnaround_days, item.min_quantity, language
+            ),
             summary={
                 "service_id": item.id,
                 "name": item.display_name(default, default),
