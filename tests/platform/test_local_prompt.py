@@ -4,11 +4,13 @@ schema that admits exactly a call of an offered tool with valid arguments, or th
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import jsonschema
 import pytest
 from pydantic_ai import (
     BinaryContent,
+    ModelMessage,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
@@ -313,14 +315,19 @@ async def test_the_loop_asks_a_vietnamese_customers_reply_to_open_in_vietnamese(
     from harness import script_client
 
     class Recording:
+        """The scripted model, noting the reply opening each request was given."""
+
         def __init__(self) -> None:
             self.inner = script_client(
                 {"default": [{"reply": {"blocks": [{"type": "text", "text": "Dạ, chào bạn!"}]}}]}
             )
-            self.name = self.inner.name
             self.openings: list[object] = []
 
-        async def request(self, messages, params):
+        @property
+        def name(self) -> str:
+            return self.inner.name
+
+        async def request(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
             reply = next(t for t in params.function_tools if t.name == "reply")
             self.openings.append((reply.metadata or {}).get(REPLY_OPENING))
             return await self.inner.request(messages, params)
@@ -328,7 +335,7 @@ async def test_the_loop_asks_a_vietnamese_customers_reply_to_open_in_vietnamese(
     for language, opening in (("vi", "Dạ,"), ("es", None)):
         model = Recording()
         context = ToolContext(tenant_id="t", conversation_id="c", customer_language=language)
-        await run_generation(model, [ModelRequest(parts=[UserPromptPart("xin chào")])], [], context)  # type: ignore[arg-type]
+        await run_generation(model, [ModelRequest(parts=[UserPromptPart("xin chào")])], [], context)
         assert model.openings == [opening]
 
 
