@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from frontdesk.business.profile import WEEKDAY_NAMES, WEEKDAYS
+
 
 @dataclass(frozen=True)
 class DayWords:
     """How a language names the days of the week (Monday first) and a closed day."""
 
-    weekdays: tuple[str, str, str, str, str, str, str]
+    weekdays: tuple[str, ...]  # seven, Monday first
     closed: str
     today: str
     tomorrow: str
@@ -26,7 +28,10 @@ class DayWords:
 
 # English is also what the model reads in the tool's output.
 ENGLISH_DAYS = DayWords(
-    ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"), "closed", "today", "tomorrow"
+    tuple(WEEKDAY_NAMES[day] for day in WEEKDAYS),
+    "closed",
+    "today",
+    "tomorrow",
 )
 DAY_WORDS = {
     "en": ENGLISH_DAYS,

@@ -175,32 +175,40 @@ def _photo_url(base: str, tenant_id: str, photo: Photo) -> str:
     return f"{base.rstrip('/')}/{tenant_id}/{photo.file_name}"
 
 
-def _days_asked(
-    profile: BusinessProfile, message: str, today: date, language: str, words: DayWords = ENGLISH_DAYS
+def _days_named(message: str, today: date) -> list[tuple[date, int | None]]:
+    """Each day the customer named, once, in order: the next such weekday ("open on Sunday?", "chủ
+    nhật", "el sábado"), or today/tomorrow (with how many days ahead it is)."""
+    named: list[tuple[date, int | None]] = [
+        (today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7), None) for _, key in day_words(message)
+    ]
+    named += [(today + timedelta(days=ahead), ahead) for _, ahead in relative_days(message)]
+    return list(dict.fromkeys(named))
+
+
+def _hours_of(
+    profile: BusinessProfile, named: list[tuple[date, int | None]], language: str, words: DayWords = ENGLISH_DAYS
 ) -> dict[str, str]:
-    """The hours of each day the customer named (the next such weekday: "open on Sunday?", "chủ
-    nhật", "el sábado"; today, tomorrow), a special day's if it is one, first in the result: a
-    1.5B model read the week's lines and stated another day's. ``words``: how the days are named
-    (English for the model to read; the customer's language for the tool's own answer)."""
+    """The hours of each day named (``_days_named``), a special day's if it is one, first in the
+    tool's output: a 1.5B model read the week's lines and stated another day's. ``words``: how the
+    days are named (English for the model to read; the customer's language for the tool's own answer)."""
     relative_words = {0: words.today, 1: words.tomorrow}
-    named = [(today + timedelta(days=(WEEKDAYS.index(key) - today.weekday()) % 7), "") for _, key in day_words(message)]
-    named += [(today + timedelta(days=ahead), relative_words.get(ahead, "")) for _, ahead in relative_days(message)]
     asked: dict[str, str] = {}
-    for day, relative in dict.fromkeys(named):
+    for day, ahead in named:
         ranges, special = profile.hours_on(day)
         label = words.weekdays[day.weekday()] + (f" {day.isoformat()}" if special else "")
+        relative = relative_words.get(ahead, "") if ahead is not None else ""
         label += f" ({relative})" if relative else ""
         asked[label] = ", ".join(spoken_range(r, language) for r in ranges) or words.closed
     return asked
 
 
-def _business_output(data: BusinessData, language: str, now: datetime, message: str = "") -> dict[str, Any]:
+def _business_output(data: BusinessData, language: str, now: datetime, asked: dict[str, str]) -> dict[str, Any]:
+    """``asked``: the hours of the days the customer named, as the model reads them (``_hours_of``)."""
     profile = data.profile
     assert profile is not None
     default = data.default_language
     local = now.astimezone(profile.zone)
     today, special = profile.hours_on(local.date())
-    asked = _days_asked(profile, message, local.date(), language)
     output: dict[str, Any] = {
         "hours_of_the_days_asked": asked,
         "name": profile.name,
@@ -324,10 +332,11 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             raise ToolFailure("The business has not filled in its profile yet: offer to have the team answer.")
         profile = data.profile
         language, now = ctx.customer_language, clock.now()
-        output = _business_output(data, language, now, ctx.customer_message)
-        words = DAY_WORDS.get(language)
         today = now.astimezone(profile.zone).date()
-        asked = _days_asked(profile, ctx.customer_message, today, language, words) if words else {}
+        named = _days_named(ctx.customer_message, today)
+        output = _business_output(data, language, now, _hours_of(profile, named, language))
+        words = DAY_WORDS.get(language)
+        said = _hours_of(profile, named, language, words) if words else {}
         contacts = tuple(c for c in (profile.phone, profile.email, profile.website) if c)
         return ToolResult(
             output=output,
@@ -339,7 +348,7 @@ def build_tools(deps: PackDeps) -> list[Tool]:
             ),
             summary={"address": profile.address, "phone": profile.phone, "hours": weekly_lines(profile)},
             state_key="business",
-            answer=hours_answer(list(asked.items()), language),
+            answer=hours_answer(list(said.items()), language),
         )
 
     async def contact_of(session: AsyncSession, ctx: ToolContext) -> Contact:
