@@ -130,8 +130,8 @@ class Runtime:
             clock,
             JobPolicy(settings.job_max_attempts, settings.job_backoff_s, settings.job_lease_s),
         )
-        ingestor = Ingestor(db, queue, clock, turn_delay_s=settings.quiet_window_s)
         signals = ConversationSignals()
+        ingestor = Ingestor(db, queue, clock, turn_delay_s=settings.quiet_window_s, on_stored=signals.publish)
         vault = build_vault(db, settings, clock)
         accounts = AccountDirectory(db, vault)
         media = build_media_store(settings)
@@ -188,7 +188,8 @@ class Runtime:
                 )
             ),
         )
-        deliverer = Deliverer(db, clock, {name: channel.renderer(deps) for name, channel in CHANNELS.items()})
+        renderers = {name: channel.renderer(deps) for name, channel in CHANNELS.items()}
+        deliverer = Deliverer(db, clock, renderers, on_finished=signals.publish)
         loader = ContextLoader(db)
         search = build_search_index(settings, db, clock)  # a bad embeddings slot fails here, at start-up
         built_packs = agent_packs(settings, db, clock, search)  # MCP packs join in ``start``

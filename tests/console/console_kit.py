@@ -183,7 +183,9 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
         )
     flaky = FlakyRenderer(runtime.signals)
     # Operator sends (and their replays) go through the runtime's deliverer: give it the flaky channel.
-    runtime.deliverer = Deliverer(runtime.db, runtime.clock, {**runtime.deliverer._renderers, "flaky": flaky})
+    runtime.deliverer = Deliverer(
+        runtime.db, runtime.clock, {**runtime.deliverer._renderers, "flaky": flaky}, on_finished=runtime.signals.publish
+    )
     deps = console_deps(runtime)
     app = create_app(runtime, run_workers=False)  # the console is mounted by the app itself
     console = Console(runtime, app, deps, clock, flaky, {"webchat": accounts.webchat_id})

@@ -24,6 +24,7 @@ ID_ROUTES = [
     ("GET", "/console/conversations/{other_conversation}/stream"),
     ("POST", "/console/conversations/{other_conversation}/ai"),
     ("POST", "/console/conversations/{other_conversation}/reply"),
+    ("POST", "/console/conversations/{other_conversation}/assign"),
     ("POST", "/console/receipts/{other_receipt}/replay"),
     ("POST", "/console/tasks/{other_task}"),
     ("POST", "/console/accounts/other-webchat/credentials"),
@@ -44,6 +45,7 @@ ID_ROUTES = [
 FORMS = {
     "ai": {"enabled": "false"},
     "reply": {"text": "leak?"},
+    "assign": {"assignee": "me"},
     "replay": {},
     "tasks": {"status": "done"},
     "credentials": {"name": "bot_token", "value": "leak?"},
@@ -72,6 +74,7 @@ POSTS = [
     "/console/policy",
     "/console/conversations/{own_conversation}/ai",
     "/console/conversations/{own_conversation}/reply",
+    "/console/conversations/{own_conversation}/assign",
     "/console/receipts/{own_receipt}/replay",
     "/console/tasks/{own_task}",
     "/console/login",

@@ -141,7 +141,7 @@ async def test_thread_stream_announces_a_new_customer_message(db):
     async with served(console) as base_url, httpx2.AsyncClient(base_url=base_url, timeout=10) as http:
         await sign_in(http)
         page = await http.get(f"/console/conversations/{conversation_id}")
-        since = page.text.split("stream?since=")[1].split('"')[0]
+        since = page.text.split(f"{conversation_id}/stream?since=")[1].split('"')[0]
 
         async def first_change() -> str:
             url = f"/console/conversations/{conversation_id}/stream"

@@ -21,10 +21,15 @@ from frontdesk.platform.clock import SystemClock
 from frontdesk.platform.store.engine import SQLITE_BUSY_TIMEOUT_MS, Database
 from frontdesk.platform.store.migrate import alembic_config, current_revision, upgrade
 from frontdesk.platform.store.schema import Base, Contact, Conversation, Message
-from frontdesk.platform.store.schema_search import FTS_TABLES
+from frontdesk.platform.store.schema_inbox import THREAD_FTS_TABLES
+from frontdesk.platform.store.schema_search import FTS_TABLES as SEARCH_FTS_TABLES
+from frontdesk.platform.store.thread_index import matching_threads, query_words
 from frontdesk.runtime import warn_tenants_without_data
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+FTS_TABLES = SEARCH_FTS_TABLES | THREAD_FTS_TABLES
 
 
 def head_revision() -> str:
@@ -37,7 +42,8 @@ async def schema_diff(db: Database) -> list:
     def compare(connection) -> list:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         diff = compare_metadata(context, Base.metadata)
-        # SQLite's FTS5 index of search_documents (migration 0008) cannot be declared as a table.
+        # SQLite's FTS5 indexes (search_documents, migration 0008; thread_terms, 0012) cannot be
+        # declared as tables.
         return [d for d in diff if not (d[0] == "remove_table" and d[1].name in FTS_TABLES)]
 
     async with db.engine.connect() as connection:
@@ -274,3 +280,32 @@ async def test_a_print_shop_database_with_conversations_upgrades_to_the_catalog_
     (warning,) = [r.getMessage() for r in caplog.records if "t1" in r.getMessage()]
     assert warning.startswith("tenant t1 has no catalog and profile yet")
     assert "frontdesk catalog import FILE --tenant t1" in warning
+
+
+async def test_threads_stored_before_the_inbox_are_found_by_its_search_after_the_upgrade(empty_database: Database):
+    """0012 indexes the messages and contacts already there, so search works on day one."""
+    db = empty_database
+    await upgrade(db, "0011")
+    async with db.engine.begin() as conn:
+        for statement in (
+            "INSERT INTO tenants (id, name, pack, policy, languages, data_revision, created_at) "
+            "VALUES ('t1', 'Old Shop', 'catalog', '{}', '[\"en\"]', 0, :now)",
+            "INSERT INTO channel_accounts (id, tenant_id, channel, name, config, secrets, created_at) "
+            "VALUES ('old-chat-01', 't1', 'webchat', 'Chat', '{}', '{}', :now)",
+            "INSERT INTO contacts (id, tenant_id, channel_account_id, external_id, phone, created_at) "
+            "VALUES ('ct_1', 't1', 'old-chat-01', 's1', '+84 912 345 678', :now)",
+            "INSERT INTO conversations (id, tenant_id, channel_account_id, contact_id, ai_enabled, version, "
+            "created_at, updated_at) VALUES ('conv_1', 't1', 'old-chat-01', 'ct_1', true, 0, :now, :now)",
+            "INSERT INTO messages (conversation_id, channel_account_id, role, content_type, content, metadata, "
+            "status, created_at) VALUES ('conv_1', 'old-chat-01', 'user', 'text', 'Chủ nhật có mở cửa không?', "
+            "'{}', 'ready', :now)",
+        ):
+            await conn.execute(text(statement), {"now": NOW})
+
+    await upgrade(db)
+
+    async with db.engine.connect() as conn:
+        by_word = (await conn.execute(matching_threads(db.dialect, "t1", query_words("chu nhat")))).scalars().all()
+        by_phone = (await conn.execute(matching_threads(db.dialect, "t1", query_words("0912345678")))).scalars().all()
+        elsewhere = (await conn.execute(matching_threads(db.dialect, "t2", query_words("chu nhat")))).scalars().all()
+    assert (by_word, by_phone, elsewhere) == (["conv_1"], ["conv_1"], [])

@@ -108,6 +108,9 @@ MATRIX: dict[tuple[str, str], tuple[str, ...]] = {
 # Id-taking routes that serve no tenant's data.
 NO_TENANT_DATA = {
     ("GET", "/console/static/{name}"): "the console's own scripts and styles",
+    # Its query is the inbox's own filter, always within the session's tenant; it sends only a
+    # hash of that tenant's list (test_inbox.py checks search never lists another tenant's thread).
+    ("GET", "/console/inbox/stream"): "a hash of the operator's own tenant's list",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -26,6 +27,7 @@ from frontdesk.platform.ids import ConversationId, MessageId, new_id
 from frontdesk.platform.jobs import JobQueue
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message
+from frontdesk.platform.store.thread_index import contact_row, index_rows, message_row
 
 PROCESS_CONVERSATION = "process_conversation"
 PREPARE_MEDIA = "prepare_media"  # ``ingestion.preparation``: re-host, transcribe, mark ready
@@ -99,9 +101,19 @@ class IngestResult:
 
 
 class Ingestor:
-    def __init__(self, db: Database, queue: JobQueue, clock: Clock, *, turn_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        queue: JobQueue,
+        clock: Clock,
+        *,
+        turn_delay_s: float = 0.0,
+        on_stored: Callable[[str], None] | None = None,
+    ) -> None:
         """``turn_delay_s`` (the quiet window) schedules a message's turn job for when the window
-        would close, so a burst costs one job run, not one per message."""
+        would close, so a burst costs one job run, not one per message. ``on_stored``: told the
+        conversation's id once a new message is committed (the console's live views wake)."""
+        self._on_stored = on_stored
         self._db = db
         self._queue = queue
         self._clock = clock
@@ -145,6 +157,8 @@ class Ingestor:
             if not result.duplicate:
                 self._queue.notify()
                 self._remember(key, result, event.text)
+                if self._on_stored is not None:
+                    self._on_stored(result.conversation_id)
             return result
         raise AssertionError("unreachable")
 
@@ -221,6 +235,10 @@ class Ingestor:
         message_id = (await connection.execute(_insert_message(dialect), row)).scalar()
         if message_id is None:
             return await self._duplicate(connection, event)
+        words = [message_row(tenant_id, conversation_id, message_id, event.content_type, event.text)]
+        if started:  # the console finds a new thread by its contact too
+            words.append(contact_row(tenant_id, conversation_id, event.contact_name, event.contact_external_id))
+        await index_rows(connection, words)
         if event.status == "pending" and event.media is not None:
             # Pending-first (invariant 4): the row and the job that resolves it commit together.
             await self._queue.enqueue(session, PREPARE_MEDIA, {"message_id": message_id}, key=f"media:{message_id}")

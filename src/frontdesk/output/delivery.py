@@ -31,6 +31,7 @@ from frontdesk.platform.clock import Clock
 from frontdesk.platform.observability.tracing import DELIVER, Attributes, failed, stage
 from frontdesk.platform.store.engine import Database, rows_affected, unsynced_update
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, DeliveryPart, Message, Receipt
+from frontdesk.platform.store.thread_index import index_message
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,20 @@ class StagedReply:
 
 
 class Deliverer:
-    def __init__(self, db: Database, clock: Clock, renderers: Mapping[str, Renderer]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        renderers: Mapping[str, Renderer],
+        *,
+        on_finished: Callable[[str], None] | None = None,
+    ) -> None:
+        """``on_finished``: told the conversation's id once a delivery's outcome is committed
+        (sent, partial or failed; a replay too): the runtime wakes the console's live views."""
         self._db = db
         self._clock = clock
         self._renderers = dict(renderers)
+        self._on_finished = on_finished
 
     async def stage(
         self,
@@ -96,13 +107,14 @@ class Deliverer:
         # Core on the session's connection: every reply is staged here, and the ORM's unit of
         # work cost more CPU than these inserts.
         connection = await session.connection()
+        content = blocks_adapter.dump_json(list(blocks)).decode()
         message = {
             "conversation_id": target_base.conversation_id,
             "channel_account_id": target_base.channel_account_id,
             "channel_message_id": None,
             "role": "assistant",
             "content_type": "blocks",
-            "content": blocks_adapter.dump_json(list(blocks)).decode(),
+            "content": content,
             "metadata": {"origin": origin},  # the column (the mapped attribute is ``meta``)
             "status": "ready",
             "processed_at": now,
@@ -110,6 +122,7 @@ class Deliverer:
             "created_at": now,
         }
         message_id: int = (await connection.execute(_INSERT_MESSAGE, message)).scalar_one()
+        await index_message(connection, target_base.conversation_id, message_id, "blocks", content)
         target = dataclasses.replace(target_base, message_id=message_id)
         plan, errors = self._plan(target, blocks)  # planned first: the receipt is inserted complete
         receipt = {
@@ -259,6 +272,8 @@ class Deliverer:
         }
         with stage(DELIVER, attributes) as span:
             status = await self._send_parts(receipt_id, target, parts, replay=replay, then=then)
+            if self._on_finished is not None:
+                self._on_finished(target.conversation_id)
             span.set_attribute("frontdesk.receipt_status", status)
             if status != SENT:
                 failed(span, f"delivery {status}")

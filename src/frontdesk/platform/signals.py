@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from frontdesk.platform.store.engine import Database
 
 CONVERSATION_CHANNEL = "frontdesk_conversation"
+# A ticket woken by every conversation's wake-up: the console's list of threads listens on it.
+ANY_CONVERSATION = "*"
 WATCH_INTERVAL_S = 1.0
 WATCH_BATCH = 5000  # rows per look; past that, the watcher skips to the present
 # Skipped ids looked for again (see _Frontier): for this long, and at most this many (one query's
@@ -170,9 +172,10 @@ class ConversationSignals:
         self._relays.append(to)
 
     def _wake(self, conversation_id: str) -> None:
-        event = self._events.pop(conversation_id, None)
-        if event is not None:
-            event.set()
+        for key in (conversation_id, ANY_CONVERSATION):
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
 
     def _wake_all(self) -> None:
         """After a (re)connect: publishes made while nobody listened are lost, so re-read all."""

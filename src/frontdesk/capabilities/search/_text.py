@@ -9,19 +9,14 @@ stemmer: PostgreSQL's English one would mangle Spanish and Vietnamese words.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
+
+from frontdesk.platform.text import fold
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = "a an the of for and or to in on with me my i you your do de la el los las y para un una por que con"
 _STOP_WORDS += " cho toi cua va mot"
 STOP_WORDS = frozenset(_STOP_WORDS.split())
-
-
-def fold(text: str) -> str:
-    """Lower-case without accents, so "tarjetas de presentacion" finds "presentación"."""
-    decomposed = unicodedata.normalize("NFKD", text.lower().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def stem(word: str) -> str:

@@ -26,6 +26,7 @@ from frontdesk.humans.console import (
     pages_catalog,
     pages_catalog_edit,
     pages_credentials,
+    pages_inbox,
     pages_notify,
     pages_reports,
     pages_threads,
@@ -54,6 +55,7 @@ def console_router(deps: ConsoleDeps) -> APIRouter:
         return Response(body, media_type=media_type, headers={"Cache-Control": "public, max-age=3600"})
 
     pages_auth.add_routes(router, deps)
+    pages_inbox.add_routes(router, deps)
     pages_threads.add_routes(router, deps)
     pages_admin.add_routes(router, deps)
     pages_reports.add_routes(router, deps)

@@ -25,8 +25,8 @@ Deleting keeps the operators row as a tombstone: audit rows keep pointing at it 
 is a foreign key, and the trail must still say who did what), with the name kept. The rest goes:
 the password hash (``DELETED_HASH`` matches no password), the e-mail (rewritten to an
 ``.invalid`` address, so the real one can be added again), the Telegram chat, the sessions, the
-notification subscriptions and assignments; tasks assigned to them are unassigned. A deleted
-operator is no longer listed and cannot be reactivated.
+notification subscriptions and assignments, what they had read; tasks and threads assigned to
+them are unassigned. A deleted operator is no longer listed and cannot be reactivated.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConfigError, NotFoundError, PayloadError
@@ -46,8 +46,9 @@ from frontdesk.humans.console.i18n import LANGUAGES
 from frontdesk.platform.ids import new_id
 from frontdesk.platform.signals import CONVERSATION_CHANNEL
 from frontdesk.platform.store.engine import Database
-from frontdesk.platform.store.schema import Task, Tenant
+from frontdesk.platform.store.schema import Conversation, Task, Tenant
 from frontdesk.platform.store.schema_console import AuditEntry, ConsoleSession, Operator
+from frontdesk.platform.store.schema_inbox import ThreadRead
 from frontdesk.platform.store.schema_notifications import NotificationAssignment, NotificationSubscription
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{1,60}$")
@@ -345,11 +346,25 @@ async def delete_operator(
             delete(NotificationSubscription).where(NotificationSubscription.operator_id == operator.id)
         )
         await session.execute(delete(NotificationAssignment).where(NotificationAssignment.operator_id == operator.id))
+        threads = await session.scalars(
+            update(Conversation)
+            .where(Conversation.tenant_id == tenant_id, Conversation.assignee_id == operator.id)
+            .values(assignee_id=None)
+            .returning(Conversation.id)
+        )
+        threads_unassigned = sorted(threads)
+        await session.execute(delete(ThreadRead).where(ThreadRead.operator_id == operator.id))
         operator.active = False
         operator.password_hash = DELETED_HASH
         operator.email = f"{operator.id}@{DELETED_DOMAIN}"
         operator.telegram_chat_id = None
-        details = {"email": email, "role": operator.role, "sessions_ended": ended, "tasks_unassigned": unassigned}
+        details = {
+            "email": email,
+            "role": operator.role,
+            "sessions_ended": ended,
+            "tasks_unassigned": unassigned,
+            "threads_unassigned": threads_unassigned,
+        }
         audit(session, actor, tenant_id, "operator_deleted", now, target=operator.id, details=details)
     return OperatorChange(operator.id, email, True, ended)
 

@@ -16,12 +16,14 @@ from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
 from frontdesk.humans.console.auth import current_principal
+from frontdesk.humans.console.contact_panel import contact_panel
 from frontdesk.humans.console.i18n import catalog
+from frontdesk.humans.console.inbox import VIEWS, assign, counts_fingerprint, list_threads, mark_read, view_counts
+from frontdesk.humans.console.inbox_query import AiQuery, ChannelQuery, SearchQuery, ViewQuery, inbox_filter
 from frontdesk.humans.console.operators import revoked_key
 from frontdesk.humans.console.threads import (
     fingerprint,
     get_thread,
-    list_threads,
     operator_reply,
     replay,
     switch_ai,
@@ -51,37 +53,48 @@ class ReplyForm(BaseModel):
         return value
 
 
+class AssignForm(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    assignee: str = Field(default="", max_length=40, pattern=r"^(|me|[A-Za-z0-9_-]+)$")  # "": nobody
+
+
 class SwitchForm(BaseModel):
     model_config = ConfigDict(frozen=True)
     enabled: bool
 
 
 def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
-    @router.get("/console/conversations", response_class=HTMLResponse)
-    async def conversations(
-        request: Request,
-        channel: Annotated[str, Query(max_length=32, pattern=r"^[a-z]*$")] = "",
-        ai: Annotated[str, Query(pattern=r"^(|on|off)$")] = "",
-        attention: Annotated[str, Query(pattern=r"^(|1)$")] = "",
-    ) -> Response:
-        me = await viewer(deps, request)
-        rows = await list_threads(deps, me, channel=channel, ai=ai, attention=bool(attention))
-        template = "_conversation_rows.html" if request.headers.get("hx-request") else "conversations.html"
-        channels = await tenant_channels(deps, me)
-        filters = {"channel": channel, "ai": ai, "attention": attention}
-        return page(template, me, rows=rows, channels=channels, filters=filters)
-
     @router.get("/console/conversations/{conversation_id}", response_class=HTMLResponse)
-    async def thread(request: Request, conversation_id: ConversationPath) -> Response:
+    async def thread(
+        request: Request,
+        conversation_id: ConversationPath,
+        view: ViewQuery = "",
+        channel: ChannelQuery = "",
+        ai: AiQuery = "",
+        q: SearchQuery = "",
+    ) -> Response:
         me = await viewer(deps, request)
         async with deps.db.read() as session:
             row = await get_thread(session, me, conversation_id)
             tasks = await open_tasks(session, conversation_id)
+        panel = await contact_panel(deps, me, row)
+        await mark_read(deps, me, conversation_id)
+        wanted = inbox_filter(view, channel, ai, q)
+        rows = await list_threads(deps, me, wanted)
+        counts = await view_counts(deps, me)
         return page(
             "thread.html",
             me,
             thread=row,
             tasks=tasks,
+            panel=panel,
+            rows=rows,
+            counts=counts,
+            views=VIEWS,
+            channels=await tenant_channels(deps, me),
+            filters=wanted,
+            current=conversation_id,
+            list_version=counts_fingerprint(counts, rows),
             messages=await thread_messages(deps, conversation_id),
             traces=await thread_traces(deps, conversation_id),
             version=await fingerprint(deps, conversation_id),
@@ -93,6 +106,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         me = await viewer(deps, request)
         async with deps.db.read() as session:
             row = await get_thread(session, me, conversation_id)
+        await mark_read(deps, me, conversation_id)  # the open thread re-drawn: they have it on screen
         return page(
             "_messages.html",
             me,
@@ -121,6 +135,14 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         me = await actor(deps, request)
         form = await parse_form(request, SwitchForm)
         await switch_ai(deps, me, conversation_id, form.enabled)
+        raise redirect(f"/console/conversations/{conversation_id}")
+
+    @router.post("/console/conversations/{conversation_id}/assign")
+    async def assign_thread(request: Request, conversation_id: ConversationPath) -> Response:
+        me = await actor(deps, request)
+        form = await parse_form(request, AssignForm)
+        assignee = me.operator_id if form.assignee == "me" else (form.assignee or None)
+        await assign(deps, me, conversation_id, assignee)
         raise redirect(f"/console/conversations/{conversation_id}")
 
     @router.post("/console/conversations/{conversation_id}/reply")
@@ -163,13 +185,13 @@ async def _changes(
         if now != last:
             yield f"event: changed\ndata: {now}\n\n"
             last, last_sent = now, time.monotonic()
-        woke = await _first_of(ticket, revoked, timeout_s=STREAM_POLL_S)
+        woke = await first_of(ticket, revoked, timeout_s=STREAM_POLL_S)
         if not woke and time.monotonic() - last_sent >= STREAM_KEEPALIVE_S:
             yield ": keep-alive\n\n"
             last_sent = time.monotonic()
 
 
-async def _first_of(*tickets: asyncio.Event, timeout_s: float) -> bool:
+async def first_of(*tickets: asyncio.Event, timeout_s: float) -> bool:
     """True once any ticket is set, False after ``timeout_s`` without one."""
     waiters = [asyncio.ensure_future(ticket.wait()) for ticket in tickets]
     try:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, select, update
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from frontdesk.errors import ConflictError, NotFoundError
@@ -24,11 +23,9 @@ from frontdesk.platform.store.schema import (
     Conversation,
     Message,
     Receipt,
-    Task,
     TurnTrace,
 )
 
-LIST_LIMIT = 100
 ATTENTION_RECEIPTS = ("failed", "partial")
 
 
@@ -37,8 +34,6 @@ class ThreadRow:
     conversation: Conversation
     contact: Contact
     account: ChannelAccount
-    last_text: str
-    attention: bool
 
 
 @dataclass(frozen=True)
@@ -53,39 +48,6 @@ class MessageView:
 class TraceView:
     trace: TurnTrace
     rejections: list[ClaimRejection]
-
-
-def _needs_attention() -> Any:
-    handoff = exists().where(Task.conversation_id == Conversation.id, Task.kind == "handoff", Task.status == "open")
-    bad = exists().where(Receipt.conversation_id == Conversation.id, Receipt.status.in_(ATTENTION_RECEIPTS))
-    return handoff | bad
-
-
-async def list_threads(
-    deps: ConsoleDeps, me: Principal, *, channel: str = "", ai: str = "", attention: bool = False
-) -> list[ThreadRow]:
-    flag = _needs_attention().label("attention")
-    last_id = (
-        select(func.max(Message.id)).where(Message.conversation_id == Conversation.id).correlate(Conversation)
-    ).scalar_subquery()
-    query: Select[Any] = (
-        select(Conversation, Contact, ChannelAccount, flag, Message)
-        .join(Contact, Contact.id == Conversation.contact_id)
-        .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
-        .outerjoin(Message, Message.id == last_id)
-        .where(Conversation.tenant_id == me.tenant_id)
-        .order_by(Conversation.updated_at.desc(), Conversation.id)
-        .limit(LIST_LIMIT)
-    )
-    if channel:
-        query = query.where(ChannelAccount.channel == channel)
-    if ai in ("on", "off"):
-        query = query.where(Conversation.ai_enabled.is_(ai == "on"))
-    if attention:
-        query = query.where(_needs_attention())
-    async with deps.db.read() as session:
-        rows = (await session.execute(query)).all()
-    return [ThreadRow(c, ct, a, text_of(m)[:140] if m else "", bool(f)) for c, ct, a, f, m in rows]
 
 
 async def tenant_channels(deps: ConsoleDeps, me: Principal) -> list[str]:
@@ -108,7 +70,7 @@ async def get_thread(session: AsyncSession, me: Principal, conversation_id: str)
     if row is None:
         raise NotFoundError("no such conversation")
     conversation, contact, account = row
-    return ThreadRow(conversation, contact, account, "", False)
+    return ThreadRow(conversation, contact, account)
 
 
 async def thread_messages(deps: ConsoleDeps, conversation_id: str, limit: int = 200) -> list[MessageView]:
@@ -194,6 +156,7 @@ async def operator_reply(deps: ConsoleDeps, me: Principal, conversation_id: str,
     async with deps.db.transaction() as session:
         thread = await get_thread(session, me, conversation_id)
         await set_ai_enabled(session, conversation_id, False, now)
+        await claim_if_unassigned(session, me, conversation_id)
         await session.execute(
             update(Message)
             .where(
@@ -230,6 +193,15 @@ async def operator_reply(deps: ConsoleDeps, me: Principal, conversation_id: str,
     status = await deps.deliverer.deliver(staged)
     deps.signals.publish(conversation_id)
     return status
+
+
+async def claim_if_unassigned(session: AsyncSession, me: Principal, conversation_id: str) -> None:
+    """An operator who replies to an unassigned thread takes it (as in the inboxes they know)."""
+    await session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation_id, Conversation.assignee_id.is_(None))
+        .values(assignee_id=me.operator_id)
+    )
 
 
 async def replay(deps: ConsoleDeps, me: Principal, receipt_id: int) -> tuple[str, str]:

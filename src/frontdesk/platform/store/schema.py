@@ -115,12 +115,17 @@ class Conversation(Base):
     """One thread with one contact. ``lock_owner``/``lock_until`` are the turn lease (invariant 5)."""
 
     __tablename__ = "conversations"
-    __table_args__ = (UniqueConstraint("channel_account_id", "contact_id"),)
+    __table_args__ = (
+        UniqueConstraint("channel_account_id", "contact_id"),
+        Index("ix_conversations_tenant_updated", "tenant_id", "updated_at"),  # the inbox's order
+    )
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
     channel_account_id: Mapped[str] = mapped_column(ForeignKey("channel_accounts.id"))
     contact_id: Mapped[str] = mapped_column(ForeignKey("contacts.id"))
     ai_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The operator working this thread in the console (None: unassigned).
+    assignee_id: Mapped[str | None] = mapped_column(ForeignKey("operators.id"))
     lock_owner: Mapped[str | None] = mapped_column(String(200))
     lock_until: Mapped[datetime | None]
     version: Mapped[int] = mapped_column(Integer, default=0)
@@ -368,7 +373,9 @@ class WorkflowDraft(Base):
 from frontdesk.platform.store import (  # noqa: E402, F401  # imported for their tables, after Base exists
     schema_business,
     schema_console,
+    schema_inbox,
     schema_notifications,
     schema_search,
     schema_vault,
+    thread_index,  # its mapper events index what the ORM writes
 )

@@ -1,0 +1,56 @@
+"""Tables of the operators' inbox (``humans/console``): what each operator has read, and the
+words its search finds threads by. Kept beside ``schema.py`` so that feature's owner edits one file.
+
+``thread_terms`` holds one row per message and one per contact, with the words already folded
+(``platform.store.thread_index``). The full-text index over them depends on the backend:
+
+- SQLite: the FTS5 table ``thread_terms_fts`` (external content = ``thread_terms``, kept in sync
+  by triggers; created by migration 0012, since FTS5 tables cannot be declared here);
+- PostgreSQL: the GIN index ``ix_thread_terms_fts`` over ``THREAD_TSVECTOR``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from frontdesk.platform.store.schema import AutoId, Base
+
+# Queries repeat this exact expression, so the GIN index serves them.
+THREAD_TSVECTOR = "to_tsvector('simple'::regconfig, terms)"
+
+THREAD_FTS_TABLE = "thread_terms_fts"
+THREAD_FTS_TABLES = frozenset(
+    {THREAD_FTS_TABLE, *(f"{THREAD_FTS_TABLE}_{s}" for s in ("config", "data", "docsize", "idx"))}
+)
+
+CONTACT_SOURCE = "contact"
+
+
+class ThreadTerm(Base):
+    """The searchable words of one message (``source`` = ``message:<id>``) or of the thread's
+    contact (``source`` = ``contact``: name, phone, e-mail, channel names). Unique per thread and
+    source, so indexing again replaces the words."""
+
+    __tablename__ = "thread_terms"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "source", name="uq_thread_terms_conversation_id_source"),
+        Index("ix_thread_terms_fts", text(THREAD_TSVECTOR), postgresql_using="gin").ddl_if(dialect="postgresql"),
+    )
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(String(40), index=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    source: Mapped[str] = mapped_column(String(40))
+    terms: Mapped[str] = mapped_column(Text)
+
+
+class ThreadRead(Base):
+    """How far one operator has read one thread: the newest message id they had on screen."""
+
+    __tablename__ = "thread_reads"
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), primary_key=True)
+    message_id: Mapped[int] = mapped_column(AutoId)
+    read_at: Mapped[datetime]
