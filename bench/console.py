@@ -147,17 +147,18 @@ async def fill(db: Database, account: str, args: argparse.Namespace, owner_id: s
                     }
                 )
                 terms.append(message_row("demo", f"conv_{i}", message_id, "text" if user else "blocks", content))
-                if not user and i % 50 == 0 and n == 1:
+                if not user:  # every reply has its receipt; one thread in 50 has a failed one
+                    failed = i % 50 == 0 and n == 1
                     receipts.append(
                         {
                             "kind": "delivery",
                             "message_id": message_id,
                             "conversation_id": f"conv_{i}",
                             "channel_account_id": account,
-                            "status": "failed",
+                            "status": "failed" if failed else "sent",
                             "parts_total": 1,
-                            "parts_sent": 0,
-                            "errors": [{"error": "platform unavailable"}],
+                            "parts_sent": 0 if failed else 1,
+                            "errors": [{"error": "platform unavailable"}] if failed else [],
                             "created_at": when,
                         }
                     )

@@ -1,7 +1,9 @@
 """The inbox walk in a real headless Chromium, on a desktop and on a phone: a customer in the web
-chat asks for a person, the hand-off's count appears live in the operator's inbox and tab
-title, the operator finds the thread by the phone the customer wrote, reads the contact panel,
-replies, and the customer sees the reply in the chat page. Screenshots go to ``tests/console/screenshots/``."""
+chat asks for a person; the hand-off's count appears live in the operator's inbox and tab title,
+with a browser notification; the operator finds the thread by the phone the customer wrote (on a
+desktop with the keyboard alone: / to search, j to move, r to reply), reads the contact panel and
+replies; the customer sees the reply in the chat page. Screenshots go to
+``tests/console/screenshots/``."""
 
 from __future__ import annotations
 
@@ -31,6 +33,13 @@ HANDOVER_SCRIPT = {
     ],
     "default": [reply("echo: {user_text}")],
 }
+# The page's Notification, recorded instead of shown (headless Chromium has no notification centre).
+RECORD_NOTIFICATIONS = """
+window.__notes = [];
+window.Notification = function (title, options) { window.__notes.push([title, (options || {}).body]); };
+window.Notification.permission = "granted";
+window.Notification.requestPermission = function () { return Promise.resolve("granted"); };
+"""
 VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 412, "height": 915}}
 
 
@@ -47,6 +56,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
         async with served(console) as base, async_playwright() as p:
             browser = await p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             operator = await browser.new_page(viewport=VIEWPORTS[size])
+            await operator.add_init_script(RECORD_NOTIFICATIONS)
             customer = await browser.new_page(viewport=VIEWPORTS["phone"])
 
             await operator.goto(f"{base}/console")
@@ -55,6 +65,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
             await operator.click("button[type=submit]")
             handed_over = operator.locator("#views [data-count=handed_over]")
             await expect(handed_over).to_have_text("0")
+            await operator.check("#alerts input[name=notify]")  # off until the operator turns it on
 
             # the customer asks for a person in the web chat widget
             await customer.goto(f"{base}/webchat/demo-webchat")  # the business's hosted chat page
@@ -64,15 +75,27 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
             # the hand-off shows up live: the view's count and the tab's title
             await expect(handed_over).to_have_text("1", timeout=LIVE_MS)
             await expect(operator).to_have_title("(1) Conversations · frontdesk console", timeout=LIVE_MS)
+            notes = await operator.evaluate("window.__notes")
+            assert notes == [["1 need attention", "A thread was handed over or a delivery failed."]]
             await operator.screenshot(path=str(SHOTS / f"20-inbox-handoff-{size}.png"), full_page=True)
 
-            # found by the phone as the operator types it
-            await operator.fill("#search", "212-555-0199")
-            await operator.press("#search", "Enter")
+            # found by the phone as the operator types it (on a desktop, with the keyboard alone)
+            if size == "desktop":
+                await operator.keyboard.press("/")
+                await operator.keyboard.type("212-555-0199")
+                await operator.keyboard.press("Enter")
+            else:
+                await operator.fill("#search", "212-555-0199")
+                await operator.press("#search", "Enter")
             await expect(operator.locator("#rows li.row")).to_have_count(1)
             await expect(operator.locator("#rows")).to_contain_text("Can I talk to a person?")
             await operator.screenshot(path=str(SHOTS / f"21-inbox-search-{size}.png"), full_page=True)
-            await operator.click("#rows li.row a")
+            if size == "desktop":
+                await operator.keyboard.press("j")
+                await expect(operator.locator("#rows li.row a")).to_be_focused()
+                await operator.keyboard.press("Enter")
+            else:
+                await operator.click("#rows li.row a")
 
             # the contact panel: the hand-off and why, the channel's id for them
             panel = operator.locator("#contact-panel")
@@ -87,9 +110,13 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
             await operator.screenshot(path=str(SHOTS / f"22-inbox-thread-{size}.png"), full_page=True)
 
             # the operator answers; the customer sees it in the chat
-            await operator.fill(
-                "#reply-text", "Hi Ana, this is Sam from the shop. A rush order is fine: when do you need it?"
-            )
+            answer = "Hi Ana, this is Sam from the shop. A rush order is fine: when do you need it?"
+            if size == "desktop":
+                await operator.keyboard.press("r")
+                await expect(operator.locator("#reply-text")).to_be_focused()
+                await operator.keyboard.type(answer)
+            else:
+                await operator.fill("#reply-text", answer)
             await operator.click("#send-reply")
             await expect(operator.locator("#notice")).to_have_text("Reply sent. The AI is paused on this thread.")
             await expect(customer.locator("#messages .msg-assistant .bubble").last).to_contain_text(

@@ -5,6 +5,7 @@ the list kept live over SSE."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import httpx2
@@ -14,7 +15,7 @@ from sqlalchemy import select
 
 from frontdesk.humans.console.operators import delete_operator
 from frontdesk.humans.tasks import open_task
-from frontdesk.platform.store.schema import Contact, Conversation
+from frontdesk.platform.store.schema import Contact, Conversation, Message
 from frontdesk.platform.store.schema_console import Operator
 
 ROW = re.compile(r'<li class="row[^"]*" data-conversation="([^"]+)"')
@@ -286,3 +287,47 @@ async def test_deleting_an_operator_gives_their_threads_back_to_nobody(db):
         unassigned = await owner.get("/console/conversations", params={"view": "unassigned"})
 
     assert conversation in listed(unassigned.text)
+
+
+async def test_a_thread_shows_photos_as_thumbnails_and_a_voice_note_with_its_transcript_verdict(db):
+    console = await build_console(db)
+    conversation = await console.customer_says("demo-webchat", "s-1", "photos of flyers please")
+    await console.drain()
+    photos = [
+        {
+            "type": "image_group",
+            "urls": [f"https://cdn.shop.example/flyer-{n}.jpg" for n in (1, 2)],
+            "caption": "Glossy A5 flyers",
+        }
+    ]
+    verdict = {"quality": "uncertain", "note": "one word unclear: 'thirty' or 'forty'", "unclear_spans": []}
+    async with db.transaction() as session:
+        account = await session.scalar(select(Conversation.channel_account_id).where(Conversation.id == conversation))
+        now = console.clock.now()
+        session.add(
+            Message(
+                conversation_id=conversation, channel_account_id=account, role="assistant", content_type="blocks",
+                content=json.dumps(photos), meta={"origin": "agent"}, status="ready", created_at=now,
+            )
+        )  # fmt: skip
+        session.add(
+            Message(
+                conversation_id=conversation, channel_account_id=account, channel_message_id="voice-1", role="user",
+                content_type="voice", content="I need thirty flyers by Friday", meta={"transcript": verdict},
+                status="ready", created_at=now,
+            )
+        )  # fmt: skip
+    async with client(console) as http:
+        await sign_in(http)
+        page = await http.get(f"/console/conversations/{conversation}")
+        found = await http.get("/console/conversations", params={"q": "thirty flyers"})
+
+    assert re.findall(r'<img src="(https://cdn\.shop\.example/[^"]+)"', page.text) == [
+        "https://cdn.shop.example/flyer-1.jpg",
+        "https://cdn.shop.example/flyer-2.jpg",
+    ]
+    assert "<figcaption>Glossy A5 flyers</figcaption>" in page.text
+    assert "Voice note, as transcribed:" in page.text
+    assert "transcript uncertain" in page.text
+    assert "one word unclear: &#39;thirty&#39; or &#39;forty&#39;" in page.text
+    assert listed(found.text) == [conversation]  # a transcript is searched like any message

@@ -238,7 +238,7 @@ class Ingestor:
         words = [message_row(tenant_id, conversation_id, message_id, event.content_type, event.text)]
         if started:  # the console finds a new thread by its contact too
             words.append(contact_row(tenant_id, conversation_id, event.contact_name, event.contact_external_id))
-        await index_rows(connection, words)
+        await index_rows(connection, words)  # (its newest-message mark: a trigger, migration 0012)
         if event.status == "pending" and event.media is not None:
             # Pending-first (invariant 4): the row and the job that resolves it commit together.
             await self._queue.enqueue(session, PREPARE_MEDIA, {"message_id": message_id}, key=f"media:{message_id}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,7 +19,7 @@ from frontdesk.humans.console.auth import Principal
 from frontdesk.humans.console.threads import ATTENTION_RECEIPTS, get_thread, text_of
 from frontdesk.platform.store.schema import ChannelAccount, Contact, Conversation, Message, Receipt, Task
 from frontdesk.platform.store.schema_console import Operator
-from frontdesk.platform.store.schema_inbox import ThreadRead
+from frontdesk.platform.store.schema_inbox import ThreadActivity, ThreadRead
 from frontdesk.platform.store.thread_index import matching_threads, message_id_of, query_words
 
 LIST_LIMIT = 100
@@ -57,32 +58,27 @@ class InboxRow:
     assignee: str | None  # the assigned operator's name
 
 
-def _handed_over() -> ColumnElement[bool]:
-    return exists().where(Task.conversation_id == Conversation.id, Task.kind == "handoff", Task.status == "open")
+def _handed_over(tenant_id: str) -> ColumnElement[bool]:
+    # Set-based (IN a subquery, not EXISTS per thread): counting views over 10,000 threads stays
+    # one pass over each table.
+    return Conversation.id.in_(
+        select(Task.conversation_id).where(Task.tenant_id == tenant_id, Task.kind == "handoff", Task.status == "open")
+    )
 
 
 def _delivery_failed() -> ColumnElement[bool]:
-    return exists().where(Receipt.conversation_id == Conversation.id, Receipt.status.in_(ATTENTION_RECEIPTS))
+    return Conversation.id.in_(select(Receipt.conversation_id).where(Receipt.status.in_(ATTENTION_RECEIPTS)))
 
 
-def _unread(operator_id: str) -> ColumnElement[bool]:
-    """A customer message newer than the last one this operator had on screen."""
-    read_up_to = (
-        select(ThreadRead.message_id)
-        .where(ThreadRead.operator_id == operator_id, ThreadRead.conversation_id == Conversation.id)
-        .correlate(Conversation)
-        .scalar_subquery()
-    )
-    # Correlated to the thread only: the list also joins its newest message, which must not
-    # stand in for the messages looked through here.
-    return (
-        exists()
-        .where(
-            Message.conversation_id == Conversation.id,
-            Message.role == "user",
-            Message.id > func.coalesce(read_up_to, 0),
-        )
-        .correlate(Conversation)
+def _unread() -> ColumnElement[bool]:
+    """A customer message newer than the last one this operator had on screen (the query joins
+    the thread's activity and this operator's read mark: ``_with_read_state``)."""
+    return ThreadActivity.last_customer_message_id > func.coalesce(ThreadRead.message_id, 0)
+
+
+def _with_read_state(query: Any, operator_id: str) -> Any:
+    return query.outerjoin(ThreadActivity, ThreadActivity.conversation_id == Conversation.id).outerjoin(
+        ThreadRead, and_(ThreadRead.conversation_id == Conversation.id, ThreadRead.operator_id == operator_id)
     )
 
 
@@ -93,37 +89,33 @@ def _view(view: str, me: Principal) -> ColumnElement[bool] | None:
         case "unassigned":
             return Conversation.assignee_id.is_(None)
         case "handed_over":
-            return _handed_over()
+            return _handed_over(me.tenant_id)
         case "attention":
-            return or_(_handed_over(), _delivery_failed())
+            return or_(_handed_over(me.tenant_id), _delivery_failed())
         case "unread":
-            return _unread(me.operator_id)
+            return _unread()
     return None
 
 
 async def list_threads(deps: ConsoleDeps, me: Principal, wanted: InboxFilter) -> list[InboxRow]:
-    last_id = (
-        select(func.max(Message.id)).where(Message.conversation_id == Conversation.id).correlate(Conversation)
-    ).scalar_subquery()
-    handed_over = _handed_over()
-    query = (
+    handed_over = _handed_over(me.tenant_id)
+    query = _with_read_state(
         select(
             Conversation,
             Contact,
             ChannelAccount,
             or_(handed_over, _delivery_failed()).label("attention"),
             handed_over.label("handed_over"),
-            _unread(me.operator_id).label("unread"),
+            func.coalesce(_unread(), False).label("unread"),
             Operator.name,
-            Message,
         )
         .join(Contact, Contact.id == Conversation.contact_id)
         .join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id)
-        .outerjoin(Operator, Operator.id == Conversation.assignee_id)
-        .outerjoin(Message, Message.id == last_id)
-        .where(Conversation.tenant_id == me.tenant_id)
-        .order_by(Conversation.updated_at.desc(), Conversation.id)
-        .limit(LIST_LIMIT)
+        .outerjoin(Operator, Operator.id == Conversation.assignee_id),
+        me.operator_id,
+    )
+    query = query.where(Conversation.tenant_id == me.tenant_id).order_by(
+        Conversation.updated_at.desc(), Conversation.id
     )
     condition = _view(wanted.view, me)
     if condition is not None:
@@ -136,17 +128,30 @@ async def list_threads(deps: ConsoleDeps, me: Principal, wanted: InboxFilter) ->
     if wanted.q.strip() and not words:
         return []  # only punctuation: nothing can match, and an empty match would match everything
     if words:
-        found = matching_threads(deps.db.dialect, me.tenant_id, words).subquery()
+        # Materialized: matched once through the full-text index. Inlined, PostgreSQL's planner
+        # walked the tenant's threads newest first and computed each row's words (0.4 s, not
+        # 0.04 s, at 10,000 threads).
+        found = matching_threads(deps.db.dialect, me.tenant_id, words).cte("found").prefix_with("MATERIALIZED")
         query = query.where(Conversation.id.in_(select(found.c.conversation_id)))
     async with deps.db.read() as session:
-        rows = (await session.execute(query)).all()
-        shown = {c.id: text_of(m) if m else "" for c, *_, m in rows}
+        rows = (await session.execute(query.limit(LIST_LIMIT))).all()
+        shown = await _last_texts(session, [r[0].id for r in rows])
         if words and rows:  # a found thread shows the message that matched, not merely its last
             shown |= await _matched_texts(session, deps.db.dialect, me.tenant_id, words, list(shown))
     return [
-        InboxRow(c, ct, a, shown[c.id][:SNIPPET_CHARS], bool(attention), bool(handed), bool(unread), assignee)
-        for c, ct, a, attention, handed, unread, assignee, _ in rows
+        InboxRow(c, ct, a, shown.get(c.id, "")[:SNIPPET_CHARS], bool(attention), bool(handed), bool(unread), assignee)
+        for c, ct, a, attention, handed, unread, assignee in rows
     ]
+
+
+async def _last_texts(session: AsyncSession, threads: list[str]) -> dict[str, str]:
+    """Each listed thread's newest message, in one query after the list's (joined into it, the
+    newest message was looked for in every thread the database walked, not only those listed)."""
+    if not threads:
+        return {}
+    newest = select(func.max(Message.id)).where(Message.conversation_id.in_(threads)).group_by(Message.conversation_id)
+    messages = await session.scalars(select(Message).where(Message.id.in_(newest)))
+    return {m.conversation_id: text_of(m) for m in messages}
 
 
 async def _matched_texts(
@@ -169,7 +174,8 @@ async def view_counts(deps: ConsoleDeps, me: Principal) -> dict[str, int]:
     counted = [
         func.count().filter(condition).label(view) for view in VIEWS if (condition := _view(view, me)) is not None
     ]
-    query = select(func.count().label("all"), *counted).where(Conversation.tenant_id == me.tenant_id)
+    query = _with_read_state(select(func.count().label("all"), *counted), me.operator_id)
+    query = query.select_from(Conversation).where(Conversation.tenant_id == me.tenant_id)
     async with deps.db.read() as session:
         row = (await session.execute(query)).one()
     return {view: int(getattr(row, view) or 0) for view in VIEWS}

@@ -1,5 +1,6 @@
-"""Tables of the operators' inbox (``humans/console``): what each operator has read, and the
-words its search finds threads by. Kept beside ``schema.py`` so that feature's owner edits one file.
+"""Tables of the operators' inbox (``humans/console``): what each operator has read, each
+thread's newest customer message, and the words its search finds threads by. Kept beside
+``schema.py`` so that feature's owner edits one file.
 
 ``thread_terms`` holds one row per message and one per contact, with the words already folded
 (``platform.store.thread_index``). The full-text index over them depends on the backend:
@@ -44,6 +45,18 @@ class ThreadTerm(Base):
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
     source: Mapped[str] = mapped_column(String(40))
     terms: Mapped[str] = mapped_column(Text)
+
+
+class ThreadActivity(Base):
+    """The newest customer message of each thread, kept by a trigger on ``messages`` (migration
+    0012) in the transaction that stores it, so "unread" is one comparison per thread rather than
+    a look through its messages. (A row of its own, not a column of ``conversations``: the
+    webhook path holds a share lock on the conversation and must not update it; see
+    ``ingestion/ingest.py``.)"""
+
+    __tablename__ = "thread_activity"
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), primary_key=True)
+    last_customer_message_id: Mapped[int] = mapped_column(AutoId)
 
 
 class ThreadRead(Base):
