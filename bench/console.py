@@ -41,7 +41,7 @@ import httpx2
 from sqlalchemy import Table, insert
 from turn_overhead import create_pg_database, drop_pg_database, zero_gateway
 
-from frontdesk.app import create_app
+from frontdesk.app import create_app, freeze_startup_heap
 from frontdesk.cli_operators import add_operator
 from frontdesk.demo import seed_demo
 from frontdesk.platform.store.engine import Database
@@ -240,6 +240,7 @@ async def measure(name: str, database_url: str, args: argparse.Namespace) -> Mea
         print(f"{name}: {args.conversations} threads, {args.conversations * args.messages} messages written in "
               f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)  # fmt: skip
         app = create_app(runtime, run_workers=False)
+        freeze_startup_heap()  # as the app's start-up does (ASGI here runs no lifespan)
         transport = httpx2.ASGITransport(app=app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://bench") as http:
             form = await http.get("/console/login")

@@ -8,6 +8,7 @@ serves ``/metrics`` only to a bearer of ``metrics_token``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import logging
 import re
@@ -55,6 +56,15 @@ MEDIA_PREFIX = "/media/"
 OtherMetrics = Callable[[], Awaitable[list[bytes]]]  # the worker processes' expositions
 
 
+def freeze_startup_heap() -> None:
+    """Put what start-up loaded (modules, tokenizer tables, settings, the app) out of the garbage
+    collector's sight: it lives as long as the process, and a full collection then walks only
+    what requests made. Before, bench/console.py saw a pause of about 200 ms every ten requests or
+    so (gone with the collector off, and with this)."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(
     runtime: Runtime,
     *,
@@ -72,6 +82,7 @@ def create_app(
         # Runs inside ObservabilityMiddleware: the workers started here record on this app's metrics.
         await asyncio.to_thread(tokens.warm)  # not inside the first turn, on the event loop
         await runtime.start(role="whole" if run_workers else "edge")
+        freeze_startup_heap()
         if run_workers and runtime.settings.workers > 0:
             runtime.runner.start()
         try:
