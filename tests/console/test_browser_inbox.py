@@ -77,7 +77,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
             await expect(operator).to_have_title("(1) Conversations · frontdesk console", timeout=LIVE_MS)
             notes = await operator.evaluate("window.__notes")
             assert notes == [["1 need attention", "A thread was handed over or a delivery failed."]]
-            await operator.screenshot(path=str(SHOTS / f"20-inbox-handoff-{size}.png"), full_page=True)
+            await operator.screenshot(path=str(SHOTS / f"30-inbox-handoff-{size}.png"), full_page=True)
 
             # found by the phone as the operator types it (on a desktop, with the keyboard alone)
             if size == "desktop":
@@ -89,7 +89,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
                 await operator.press("#search", "Enter")
             await expect(operator.locator("#rows li.row")).to_have_count(1)
             await expect(operator.locator("#rows")).to_contain_text("Can I talk to a person?")
-            await operator.screenshot(path=str(SHOTS / f"21-inbox-search-{size}.png"), full_page=True)
+            await operator.screenshot(path=str(SHOTS / f"31-inbox-search-{size}.png"), full_page=True)
             if size == "desktop":
                 await operator.keyboard.press("j")
                 await expect(operator.locator("#rows li.row a")).to_be_focused()
@@ -107,7 +107,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
                 assert box is not None
                 assert thread is not None
                 assert box["x"] > thread["x"] + thread["width"] - 1
-            await operator.screenshot(path=str(SHOTS / f"22-inbox-thread-{size}.png"), full_page=True)
+            await operator.screenshot(path=str(SHOTS / f"32-inbox-thread-{size}.png"), full_page=True)
 
             # the operator answers; the customer sees it in the chat
             answer = "Hi Ana, this is Sam from the shop. A rush order is fine: when do you need it?"
@@ -122,7 +122,7 @@ async def test_a_handed_over_customer_is_found_by_phone_and_answered(db, size):
             await expect(customer.locator("#messages .msg-assistant .bubble").last).to_contain_text(
                 "this is Sam from the shop", timeout=LIVE_MS
             )
-            await customer.screenshot(path=str(SHOTS / f"23-customer-sees-reply-{size}.png"))
+            await customer.screenshot(path=str(SHOTS / f"33-customer-sees-reply-{size}.png"))
             await browser.close()
     finally:
         await console.runtime.runner.stop()
