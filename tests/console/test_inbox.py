@@ -5,16 +5,18 @@ the list kept live over SSE."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 
 import httpx2
 import pytest
-from console_kit import AGENT, build_console, client, csrf_of, served, sign_in
+from console_kit import AGENT, build_console, client, csrf_of, png, served, sign_in
 from sqlalchemy import select
 
 from frontdesk.humans.console.operators import delete_operator
 from frontdesk.humans.tasks import open_task
+from frontdesk.platform.ids import TenantId
 from frontdesk.platform.store.schema import Contact, Conversation, Message
 from frontdesk.platform.store.schema_console import Operator
 
@@ -331,3 +333,31 @@ async def test_a_thread_shows_photos_as_thumbnails_and_a_voice_note_with_its_tra
     assert "transcript uncertain" in page.text
     assert "one word unclear: &#39;thirty&#39; or &#39;forty&#39;" in page.text
     assert listed(found.text) == [conversation]  # a transcript is searched like any message
+
+
+async def test_a_photo_the_customer_sent_shows_as_a_thumbnail_behind_a_signed_link(db):
+    console = await build_console(db)
+    conversation = await console.customer_says("demo-webchat", "s-1", "here is my logo")
+    await console.drain()
+    photo = png(5, size=4)
+    stored = await console.runtime.channel_deps.media.put(TenantId("demo"), photo, "image/png")
+    async with db.transaction() as session:
+        account = await session.scalar(select(Conversation.channel_account_id).where(Conversation.id == conversation))
+        session.add(
+            Message(
+                conversation_id=conversation, channel_account_id=account, channel_message_id="photo-1", role="user",
+                content_type="image", content="", meta={"media_key": stored.key}, status="ready",
+                created_at=console.clock.now(),
+            )
+        )  # fmt: skip
+    async with client(console) as http:
+        await sign_in(http)
+        page = await http.get(f"/console/conversations/{conversation}")
+        (link,) = re.findall(r'<img src="(/media/m/[^"]+)" alt="Photo the customer sent"', page.text)
+        served = await http.get(html.unescape(link))
+        forged = await http.get(html.unescape(link).replace("sig=", "sig=0"))
+
+    assert "[image]" not in page.text.split('id="messages"')[1]  # the thread shows it, not its placeholder
+    assert served.status_code == 200
+    assert served.content == photo
+    assert forged.status_code == 401  # a link whose signature does not match serves nothing

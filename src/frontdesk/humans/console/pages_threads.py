@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from frontdesk.humans.console._configure import media_of
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
@@ -95,7 +96,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             filters=wanted,
             current=conversation_id,
             list_version=counts_fingerprint(counts, rows),
-            messages=await thread_messages(deps, conversation_id),
+            messages=await thread_messages(deps, conversation_id, sign=_signer(deps, request)),
             traces=await thread_traces(deps, conversation_id),
             version=await fingerprint(deps, conversation_id),
             notice=_known_notice(request.query_params.get("notice", "")),
@@ -111,7 +112,7 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
             "_messages.html",
             me,
             thread=row,
-            messages=await thread_messages(deps, conversation_id),
+            messages=await thread_messages(deps, conversation_id, sign=_signer(deps, request)),
             traces=await thread_traces(deps, conversation_id),
         )
 
@@ -157,6 +158,13 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
         me = await actor(deps, request)
         conversation_id, status = await replay(deps, me, receipt_id)
         raise redirect(f"/console/conversations/{conversation_id}?notice=replay_{status}")
+
+
+def _signer(deps: ConsoleDeps, request: Request) -> Callable[[str], str] | None:
+    """Links to the customer's photos for this page: relative to this site for our own store (the
+    console's own origin), the store's own for S3; they expire as every media link does."""
+    media = media_of(deps, request)
+    return None if media is None else (lambda key: media.signed_url(key, ""))
 
 
 def _known_notice(value: str) -> str:

@@ -4,6 +4,7 @@ an id from another tenant is simply not found (404), never shown and never acted
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select, update
@@ -42,6 +43,7 @@ class MessageView:
     blocks: list[Block]
     receipt: Receipt | None
     origin: str
+    photo: str | None = None  # a link to the photo the customer sent
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,11 @@ async def get_thread(session: AsyncSession, me: Principal, conversation_id: str)
     return ThreadRow(conversation, contact, account)
 
 
-async def thread_messages(deps: ConsoleDeps, conversation_id: str, limit: int = 200) -> list[MessageView]:
+async def thread_messages(
+    deps: ConsoleDeps, conversation_id: str, limit: int = 200, *, sign: Callable[[str], str] | None = None
+) -> list[MessageView]:
+    """``sign``: a short-lived link to a stored file (the media store's), so a photo the customer
+    sent shows as a thumbnail; without it the photo is named, not shown."""
     async with deps.db.read() as session:
         rows = (
             await session.execute(
@@ -90,8 +96,13 @@ async def thread_messages(deps: ConsoleDeps, conversation_id: str, limit: int = 
             blocks: list[Block] = list(blocks_adapter.validate_json(message.content))
         else:
             blocks = [TextBlock.model_construct(type="text", text=message.content or f"[{message.content_type}]")]
-        origin = str((message.meta or {}).get("origin") or ("customer" if message.role == "user" else "agent"))
-        views.append(MessageView(message, blocks, receipt, origin))
+        meta = message.meta or {}
+        origin = str(meta.get("origin") or ("customer" if message.role == "user" else "agent"))
+        key = meta.get("media_key") if message.content_type == "image" else None
+        photo = sign(key) if sign is not None and isinstance(key, str) else None
+        if photo is not None and not message.content:
+            blocks = []  # the photo is the message
+        views.append(MessageView(message, blocks, receipt, origin, photo))
     return views
 
 
