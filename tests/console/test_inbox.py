@@ -19,6 +19,7 @@ from frontdesk.humans.tasks import open_task
 from frontdesk.platform.ids import TenantId
 from frontdesk.platform.store.schema import Contact, Conversation, Message
 from frontdesk.platform.store.schema_console import Operator
+from harness import reply
 
 ROW = re.compile(r'<li class="row[^"]*" data-conversation="([^"]+)"')
 
@@ -361,3 +362,35 @@ async def test_a_photo_the_customer_sent_shows_as_a_thumbnail_behind_a_signed_li
     assert served.status_code == 200
     assert served.content == photo
     assert forged.status_code == 401  # a link whose signature does not match serves nothing
+
+
+async def test_an_ai_replys_trace_shows_what_each_tool_returned(db):
+    script = {
+        "name": "price",
+        "rules": [
+            {
+                "match": r"(?i)\bhow much\b",
+                "responses": [
+                    {"tool": "get_service_detail", "args": {"service_id": "business-cards"}},
+                    {
+                        "reply": {
+                            "blocks": [{"type": "text", "text": "Business cards: {result:get_service_detail.price}."}],
+                            "claims": [{"type": "service_presented", "service_id": "business-cards"}],
+                        }
+                    },
+                ],
+            }
+        ],
+        "default": [reply("echo: {user_text}")],
+    }
+    console = await build_console(db, script)
+    conversation = await console.customer_says("demo-webchat", "s-1", "How much are business cards?")
+    await console.drain()
+    async with client(console) as http:
+        await sign_in(http)
+        page = await http.get(f"/console/conversations/{conversation}")
+
+    trace = page.text.split('class="trace"')[1]
+    assert "<code>get_service_detail</code>" in trace
+    evidence = trace.split("what it returned</summary><pre>")[1].split("</pre>")[0]
+    assert "$45" in evidence  # the price the reply quoted, as the tool gave it

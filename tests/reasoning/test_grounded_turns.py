@@ -77,6 +77,8 @@ async def test_trace_records_route_bundle_prefix_prompt_size_and_accepted_claims
     assert 0 < size["tool_schema_tokens"] <= size["tool_schema_budget_tokens"]
     assert trace.claims == [CARDS]
     assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("get_service_detail", True)]
+    # The evidence the console shows: what the tool returned, as the model was shown it.
+    assert "$45" in trace.tool_calls[0]["result"]
 
 
 async def test_route_language_follows_the_customer(db):

@@ -58,6 +58,7 @@ from frontdesk.verification.claims import Claim
 # Tools ``find_tools`` may add to one turn, over all its searches (two searches' worth).
 MAX_FOUND_PER_TURN = 8
 NOT_OFFERED = "(not offered)"  # the metrics/span name of a tool call the bundle did not resolve
+TRACE_RESULT_CHARS = 2000  # of each tool result kept in the turn's trace
 FALLBACK_TEXT = (
     "Thanks for your message! I can't answer that properly right now, "
     "so a member of our team will get back to you shortly."
@@ -340,6 +341,9 @@ class _Run:
                 record["truncated_from_tokens"] = shrunk.original_tokens
                 # The gate must not accept a citation of a row the model never saw.
                 result = replace(result, evidence=result.evidence.visible_in(result_text(content)))
+        # What the model was shown, kept with the call: the console's trace shows it as the
+        # reply's evidence (capped: a trace row is read on every thread page).
+        record["result"] = result_text(content)[:TRACE_RESULT_CHARS]
         self.state.record(tool.name, result)  # the ledger is current after every step
         if result.answer and result.answer not in self.answers:
             self.answers.append(result.answer)
