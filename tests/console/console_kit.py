@@ -44,6 +44,27 @@ from frontdesk.settings import Settings
 from harness import FAST, reply, script_client
 
 ECHO = {"name": "echo", "default": [reply("echo: {user_text}")]}
+# The model: asked the price of business cards, it reads the item with the catalog pack's tool and
+# quotes the price text the tool returned (so the reply is whatever the catalog says right now).
+PRICE_SCRIPT = {
+    "name": "price-after-edit",
+    "rules": [
+        {
+            "match": r"(?i)\bhow much\b.*\bbusiness cards?\b",
+            "responses": [
+                {"tool": "get_service_detail", "args": {"service_id": "business-cards"}},
+                {
+                    "reply": {
+                        "blocks": [{"type": "text", "text": "Business cards: {result:get_service_detail.price}."}],
+                        "claims": [{"type": "service_presented", "service_id": "business-cards"}],
+                    }
+                },
+            ],
+        }
+    ],
+    "default": [reply("echo: {user_text}")],
+}
+
 PASSWORD = "correct horse battery"
 OWNER, AGENT, OTHER = "owner@demo.test", "agent@demo.test", "owner@other.test"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -251,6 +272,33 @@ async def _other_catalog(console: Console) -> None:
                 mime_type="image/png", caption={"en": "other tenant photo"}, created_at=now,
             )
         )  # fmt: skip
+
+
+async def listening(http: httpx2.AsyncClient, url: str, params: Mapping[str, str]) -> asyncio.Task[str]:
+    """An SSE stream opened and answering (its first line read), as a task that ends with the
+    data of its first ``changed`` event: a test changes something only once the stream listens,
+    waiting on that line, not on a sleep."""
+    opened = asyncio.Event()
+
+    async def first_change() -> str:
+        async with http.stream("GET", url, params=params) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            event = ""
+            async for line in stream.aiter_lines():
+                opened.set()
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                if line.startswith("data: ") and event == "changed":
+                    return line.removeprefix("data: ")
+        raise AssertionError("stream ended")
+
+    task = asyncio.create_task(first_change())
+    answered = asyncio.create_task(opened.wait())
+    await asyncio.wait({task, answered}, return_when=asyncio.FIRST_COMPLETED)
+    answered.cancel()
+    if task.done():
+        task.result()  # it failed before answering: say why
+    return task
 
 
 @asynccontextmanager

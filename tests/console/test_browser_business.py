@@ -8,33 +8,11 @@ from __future__ import annotations
 
 import time
 
-from console_kit import OWNER, PASSWORD, SHOTS, build_console, served
+from console_kit import OWNER, PASSWORD, PRICE_SCRIPT, SHOTS, build_console, served
 
 from browser_kit import BROWSER_ARGS, CHROMIUM, needs_chromium
 from frontdesk.business import BusinessStore
 from frontdesk.platform.clock import SystemClock
-from harness import reply
-
-# The model: asked the price of business cards, it reads the item with the catalog pack's tool and
-# quotes the price text the tool returned (so the reply is whatever the catalog says right now).
-PRICE_SCRIPT = {
-    "name": "price-after-edit",
-    "rules": [
-        {
-            "match": r"(?i)\bhow much\b.*\bbusiness cards?\b",
-            "responses": [
-                {"tool": "get_service_detail", "args": {"service_id": "business-cards"}},
-                {
-                    "reply": {
-                        "blocks": [{"type": "text", "text": "Business cards: {result:get_service_detail.price}."}],
-                        "claims": [{"type": "service_presented", "service_id": "business-cards"}],
-                    }
-                },
-            ],
-        }
-    ],
-    "default": [reply("echo: {user_text}")],
-}
 
 pytestmark = needs_chromium
 

@@ -4,14 +4,13 @@ the list kept live over SSE."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import re
 
 import httpx2
 import pytest
-from console_kit import AGENT, build_console, client, csrf_of, png, served, sign_in
+from console_kit import AGENT, PRICE_SCRIPT, build_console, client, csrf_of, listening, png, served, sign_in
 from sqlalchemy import select
 
 from frontdesk.humans.console.operators import delete_operator
@@ -19,7 +18,6 @@ from frontdesk.humans.tasks import open_task
 from frontdesk.platform.ids import TenantId
 from frontdesk.platform.store.schema import Contact, Conversation, Message
 from frontdesk.platform.store.schema_console import Operator
-from harness import reply
 
 ROW = re.compile(r'<li class="row[^"]*" data-conversation="([^"]+)"')
 
@@ -249,22 +247,10 @@ async def test_the_list_stream_announces_a_new_thread_and_its_partial_carries_th
         page = await http.get("/console/conversations")
         since = page.text.split("/console/inbox/stream?since=")[1].split('"')[0]
 
-        async def first_change() -> str:
-            async with http.stream("GET", "/console/inbox/stream", params={"since": since}) as stream:
-                assert stream.headers["content-type"].startswith("text/event-stream")
-                event = ""
-                async for line in stream.aiter_lines():
-                    if line.startswith("event: "):
-                        event = line.removeprefix("event: ")
-                    if line.startswith("data: ") and event == "changed":
-                        return line.removeprefix("data: ")
-            raise AssertionError("stream ended")
-
-        waiting = asyncio.create_task(first_change())
-        await asyncio.sleep(0.3)
+        waiting = await listening(http, "/console/inbox/stream", {"since": since})
         assert not waiting.done()  # nothing changed since the page was drawn
         newcomer = await console.customer_says("demo-webchat", "s-2", "a brand new customer")
-        changed = await asyncio.wait_for(waiting, 5)
+        changed = await waiting
         partial = await http.get("/console/conversations", headers={"HX-Request": "true"})
 
     assert changed != since
@@ -365,25 +351,7 @@ async def test_a_photo_the_customer_sent_shows_as_a_thumbnail_behind_a_signed_li
 
 
 async def test_an_ai_replys_trace_shows_what_each_tool_returned(db):
-    script = {
-        "name": "price",
-        "rules": [
-            {
-                "match": r"(?i)\bhow much\b",
-                "responses": [
-                    {"tool": "get_service_detail", "args": {"service_id": "business-cards"}},
-                    {
-                        "reply": {
-                            "blocks": [{"type": "text", "text": "Business cards: {result:get_service_detail.price}."}],
-                            "claims": [{"type": "service_presented", "service_id": "business-cards"}],
-                        }
-                    },
-                ],
-            }
-        ],
-        "default": [reply("echo: {user_text}")],
-    }
-    console = await build_console(db, script)
+    console = await build_console(db, PRICE_SCRIPT)
     conversation = await console.customer_says("demo-webchat", "s-1", "How much are business cards?")
     await console.drain()
     async with client(console) as http:

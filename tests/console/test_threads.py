@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx2
-from console_kit import build_console, client, csrf_of, served, sign_in
+from console_kit import build_console, client, csrf_of, listening, served, sign_in
 from sqlalchemy import select
 
 from frontdesk.platform.store.schema import Conversation, Message, Receipt, Tenant
@@ -143,23 +142,10 @@ async def test_thread_stream_announces_a_new_customer_message(db):
         page = await http.get(f"/console/conversations/{conversation_id}")
         since = page.text.split(f"{conversation_id}/stream?since=")[1].split('"')[0]
 
-        async def first_change() -> str:
-            url = f"/console/conversations/{conversation_id}/stream"
-            async with http.stream("GET", url, params={"since": since}) as stream:
-                assert stream.headers["content-type"].startswith("text/event-stream")
-                event = ""
-                async for line in stream.aiter_lines():
-                    if line.startswith("event: "):
-                        event = line.removeprefix("event: ")
-                    if line.startswith("data: ") and event == "changed":
-                        return line.removeprefix("data: ")
-            raise AssertionError("stream ended")
-
-        waiting = asyncio.create_task(first_change())
-        await asyncio.sleep(0.3)
+        waiting = await listening(http, f"/console/conversations/{conversation_id}/stream", {"since": since})
         assert not waiting.done()  # nothing changed since the page was drawn
         await console.customer_says("demo-webchat", "c5", "second")
-        changed = await asyncio.wait_for(waiting, 5)
+        changed = await waiting
         partial = await http.get(f"/console/conversations/{conversation_id}/messages")
 
     assert changed != since

@@ -14,7 +14,7 @@ from frontdesk.humans.console._guard import viewer
 from frontdesk.humans.console._render import page
 from frontdesk.humans.console.auth import current_principal
 from frontdesk.humans.console.inbox import VIEWS, InboxFilter, counts_fingerprint, list_threads, view_counts
-from frontdesk.humans.console.inbox_query import AiQuery, ChannelQuery, SearchQuery, ViewQuery, inbox_filter
+from frontdesk.humans.console.inbox_query import Wanted
 from frontdesk.humans.console.operators import revoked_key
 from frontdesk.humans.console.pages_threads import first_of
 from frontdesk.humans.console.threads import tenant_channels
@@ -28,16 +28,8 @@ STREAM_KEEPALIVE_S = 15.0
 
 def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
     @router.get("/console/conversations", response_class=HTMLResponse)
-    async def conversations(
-        request: Request,
-        view: ViewQuery = "",
-        channel: ChannelQuery = "",
-        ai: AiQuery = "",
-        q: SearchQuery = "",
-        attention: Annotated[str, Query(pattern=r"^(|1)$")] = "",
-    ) -> Response:
+    async def conversations(request: Request, wanted: Wanted) -> Response:
         me = await viewer(deps, request)
-        wanted = inbox_filter(view, channel, ai, q, attention)
         rows = await list_threads(deps, me, wanted)
         counts = await view_counts(deps, me)
         partial = bool(request.headers.get("hx-request"))
@@ -55,15 +47,9 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
 
     @router.get("/console/inbox/stream")
     async def inbox_stream(
-        request: Request,
-        view: ViewQuery = "",
-        channel: ChannelQuery = "",
-        ai: AiQuery = "",
-        q: SearchQuery = "",
-        since: Annotated[str, Query(max_length=80)] = "",
+        request: Request, wanted: Wanted, since: Annotated[str, Query(max_length=80)] = ""
     ) -> StreamingResponse:
         me = await viewer(deps, request)
-        wanted = inbox_filter(view, channel, ai, q)
         return StreamingResponse(
             _list_changes(deps, request, wanted, since, me.operator_id),
             media_type="text/event-stream",

@@ -20,7 +20,7 @@ from frontdesk.humans.console.auth import current_principal
 from frontdesk.humans.console.contact_panel import contact_panel
 from frontdesk.humans.console.i18n import catalog
 from frontdesk.humans.console.inbox import VIEWS, assign, counts_fingerprint, list_threads, mark_read, view_counts
-from frontdesk.humans.console.inbox_query import AiQuery, ChannelQuery, SearchQuery, ViewQuery, inbox_filter
+from frontdesk.humans.console.inbox_query import Wanted
 from frontdesk.humans.console.operators import revoked_key
 from frontdesk.humans.console.threads import (
     fingerprint,
@@ -32,7 +32,6 @@ from frontdesk.humans.console.threads import (
     thread_messages,
     thread_traces,
 )
-from frontdesk.humans.tasks import open_tasks
 from frontdesk.output.blocks import MAX_TEXT_CHARS
 
 ID = r"^[A-Za-z0-9_-]{1,40}$"
@@ -66,28 +65,18 @@ class SwitchForm(BaseModel):
 
 def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
     @router.get("/console/conversations/{conversation_id}", response_class=HTMLResponse)
-    async def thread(
-        request: Request,
-        conversation_id: ConversationPath,
-        view: ViewQuery = "",
-        channel: ChannelQuery = "",
-        ai: AiQuery = "",
-        q: SearchQuery = "",
-    ) -> Response:
+    async def thread(request: Request, conversation_id: ConversationPath, wanted: Wanted) -> Response:
         me = await viewer(deps, request)
         async with deps.db.read() as session:
             row = await get_thread(session, me, conversation_id)
-            tasks = await open_tasks(session, conversation_id)
         panel = await contact_panel(deps, me, row)
         await mark_read(deps, me, conversation_id)
-        wanted = inbox_filter(view, channel, ai, q)
         rows = await list_threads(deps, me, wanted)
         counts = await view_counts(deps, me)
         return page(
             "thread.html",
             me,
             thread=row,
-            tasks=tasks,
             panel=panel,
             rows=rows,
             counts=counts,

@@ -55,6 +55,7 @@ MIN_PHONE_DIGITS = 7
 MAX_PHONE_DIGITS = 15  # E.164
 MAX_TERMS_CHARS = 8000  # a message longer than this is found by its beginning
 MAX_QUERY_WORDS = 8
+MESSAGE_SOURCE = "message:"  # + the message's id: a message's row in ``thread_terms``
 
 
 def _phone_runs(text: str) -> list[str]:
@@ -132,7 +133,7 @@ def matching_threads(dialect: str, tenant_id: str, words: list[str], *, within: 
 
 def message_id_of(source: str) -> int | None:
     """The message a ``thread_terms`` row holds the words of (None: the contact's row)."""
-    return int(source.removeprefix("message:")) if source.startswith("message:") else None
+    return int(source.removeprefix(MESSAGE_SOURCE)) if source.startswith(MESSAGE_SOURCE) else None
 
 
 # The statements of the webhook path and the delivery stage are built once per dialect and run
@@ -154,10 +155,10 @@ def _message_insert(dialect: str) -> Insert:
     (SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only after a WHERE: there is one.)"""
     words = select(
         Conversation.tenant_id,
-        bindparam("conversation", type_=String),
+        bindparam("conversation_id", type_=String),
         bindparam("source", type_=String),
         bindparam("terms", type_=Text),
-    ).where(Conversation.id == bindparam("conversation"))
+    ).where(Conversation.id == bindparam("conversation_id"))
     statement = (sqlite_insert if dialect == "sqlite" else postgresql_insert)(_TERMS)
     return statement.from_select(["tenant_id", "conversation_id", "source", "terms"], words).on_conflict_do_update(
         index_elements=["conversation_id", "source"], set_={"terms": statement.excluded.terms}
@@ -165,8 +166,9 @@ def _message_insert(dialect: str) -> Insert:
 
 
 def _message_values(conversation_id: str, message_id: int, content_type: str, content: str | None) -> dict[str, str]:
+    """A message's row of ``thread_terms`` but its tenant."""
     terms = terms_of(message_text(content_type, content))
-    return {"conversation": conversation_id, "source": f"message:{message_id}", "terms": terms}
+    return {"conversation_id": conversation_id, "source": f"{MESSAGE_SOURCE}{message_id}", "terms": terms}
 
 
 async def index_message(
@@ -180,12 +182,7 @@ async def index_message(
 def message_row(
     tenant_id: str, conversation_id: str, message_id: int, content_type: str, content: str | None
 ) -> dict[str, Any]:
-    return {
-        "tenant_id": tenant_id,
-        "conversation_id": conversation_id,
-        "source": f"message:{message_id}",
-        "terms": terms_of(message_text(content_type, content)),
-    }
+    return {"tenant_id": tenant_id, **_message_values(conversation_id, message_id, content_type, content)}
 
 
 def contact_row(tenant_id: str, conversation_id: str, *names: str | None) -> dict[str, Any]:
