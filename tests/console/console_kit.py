@@ -39,6 +39,7 @@ from frontdesk.platform.signals import ConversationSignals
 from frontdesk.platform.store.engine import Database
 from frontdesk.platform.store.schema import ChannelAccount, ClaimRejection, Receipt, Tenant, TurnTrace
 from frontdesk.platform.store.schema_business import CatalogItemRow, CatalogPhotoRow
+from frontdesk.platform.store.schema_inbox import SavedScenario
 from frontdesk.runtime import Runtime
 from frontdesk.settings import Settings
 from harness import FAST, reply, script_client
@@ -63,6 +64,31 @@ PRICE_SCRIPT = {
         }
     ],
     "default": [reply("echo: {user_text}")],
+}
+
+# The assistant in production: greets, then quotes the catalog's price for business cards (the
+# gate proves it) and adds advice nobody asked for, which the gate cannot know is wrong.
+BAD_ADVICE = "If you are on a budget, skip business cards and order stickers instead."
+BAD_SCRIPT = {
+    "name": "bad-advice",
+    "rules": [
+        {
+            "match": r"(?i)\bhow much\b.*\bbusiness cards?\b",
+            "responses": [
+                {"tool": "get_service_detail", "args": {"service_id": "business-cards"}},
+                {
+                    "reply": {
+                        "blocks": [
+                            {"type": "text", "text": "Business cards: {result:get_service_detail.price}."},
+                            {"type": "text", "text": BAD_ADVICE},
+                        ],
+                        "claims": [{"type": "service_presented", "service_id": "business-cards"}],
+                    }
+                },
+            ],
+        }
+    ],
+    "default": [reply("Hello! How can I help?")],
 }
 
 PASSWORD = "correct horse battery"
@@ -239,8 +265,25 @@ async def build_console(db: Database, script: dict[str, Any] = ECHO, **settings:
                 created_at=clock.now(),
             )
         )
+        session.add(
+            SavedScenario(
+                tenant_id="other",
+                conversation_id=other_conv,
+                turn_id=turn,
+                note="other tenant scenario",
+                sent="other tenant reply",
+                checks={},
+                content="name: other tenant scenario",
+                saved_by="Other",
+                created_at=clock.now(),
+            )
+        )
+        await session.flush()
+        other_scenario = await session.scalar(select(SavedScenario.id))
     await _other_catalog(console)
     console.ids.update(
+        other_turn=str(turn),
+        other_scenario=str(other_scenario),
         other_conversation=other_conv,
         other_task=task.id,
         other_receipt=str(receipt),

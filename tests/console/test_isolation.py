@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from frontdesk.business import BusinessStore
 from frontdesk.platform.clock import SystemClock
-from frontdesk.platform.store.schema import Conversation, Message, Task
+from frontdesk.platform.store.schema import Conversation, Message, Task, TurnTrace
 from frontdesk.platform.store.schema_console import AuditEntry
 
 # Every route that takes an id, with the kind of id it takes.
@@ -25,6 +25,12 @@ ID_ROUTES = [
     ("POST", "/console/conversations/{other_conversation}/ai"),
     ("POST", "/console/conversations/{other_conversation}/reply"),
     ("POST", "/console/conversations/{other_conversation}/assign"),
+    ("GET", "/console/conversations/{other_conversation}/turns/{other_turn}/scenario"),
+    ("POST", "/console/conversations/{other_conversation}/turns/{other_turn}/scenario"),
+    ("GET", "/console/conversations/{own_conversation}/turns/{other_turn}/scenario"),
+    # Our own thread with the other tenant's turn.
+    ("POST", "/console/conversations/{own_conversation}/turns/{other_turn}/scenario"),
+    ("GET", "/console/scenarios/{other_scenario}.yaml"),
     ("POST", "/console/receipts/{other_receipt}/replay"),
     ("POST", "/console/tasks/{other_task}"),
     ("POST", "/console/accounts/other-webchat/credentials"),
@@ -46,6 +52,7 @@ FORMS = {
     "ai": {"enabled": "false"},
     "reply": {"text": "leak?"},
     "assign": {"assignee": "me"},
+    "scenario": {"note": "leak?", "reply": "leak?"},
     "replay": {},
     "tasks": {"status": "done"},
     "credentials": {"name": "bot_token", "value": "leak?"},
@@ -75,6 +82,7 @@ POSTS = [
     "/console/conversations/{own_conversation}/ai",
     "/console/conversations/{own_conversation}/reply",
     "/console/conversations/{own_conversation}/assign",
+    "/console/conversations/{own_conversation}/turns/{own_turn}/scenario",
     "/console/receipts/{own_receipt}/replay",
     "/console/tasks/{own_task}",
     "/console/login",
@@ -100,6 +108,7 @@ PAGES = [
     "/console/accounts",
     "/console/reports",
     "/console/rejections",
+    "/console/scenarios",
     "/console/deliveries",
     "/console/notifications",
     "/console/catalog",
@@ -126,7 +135,7 @@ async def _catalog_of(db, tenant: str) -> tuple[int, list[tuple[str, bool, list[
 @pytest.mark.parametrize(("method", "path"), ID_ROUTES)
 async def test_route_refuses_another_tenants_id(db, method, path):
     console = await build_console(db)
-    url = path.format(**console.ids)
+    url = path.format(**console.ids, **(await _own_ids(console) if "own_" in path else {}))
     other_catalog = await _catalog_of(db, "other")
     async with client(console) as http:
         await sign_in(http)
@@ -174,6 +183,7 @@ async def test_lists_show_only_the_operators_tenant(db):
         assert "Other web chat" not in page
         assert "other tenant task" not in page
         assert "other tenant rejected reply" not in page
+        assert "other tenant scenario" not in page
         assert f'data-receipt="{console.ids["other_receipt"]}"' not in page
         assert OTHER_ITEM not in page
         assert "Other shop cards" not in page
@@ -200,7 +210,14 @@ async def _own_ids(console) -> dict[str, str]:
             details={},
             now=console.clock.now(),
         )
-    return {"own_conversation": conversation_id, "own_receipt": str(receipt), "own_task": task.id}
+    async with console.runtime.db.read() as session:
+        turn = await session.scalar(select(TurnTrace.id).where(TurnTrace.conversation_id == conversation_id))
+    return {
+        "own_conversation": conversation_id,
+        "own_receipt": str(receipt),
+        "own_task": task.id,
+        "own_turn": str(turn),
+    }
 
 
 @pytest.mark.parametrize("path", POSTS)

@@ -78,6 +78,12 @@ def read_business_file(path: Path, languages: list[str]) -> BusinessFile:
     return _check(raw, path.parent, languages)
 
 
+def business_from_mapping(raw: dict[str, Any], folder: Path, languages: list[str]) -> BusinessFile:
+    """A business file's content given inline (a saved scenario carries its business), checked as
+    a file's is; photo paths are relative to ``folder``."""
+    return _check(raw, folder, languages)
+
+
 # -- parsing: raw dicts with their lines ----------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from frontdesk.business import Actor, Importer, read_business_file
+from frontdesk.business.files import business_from_mapping
 from frontdesk.demo import DEMO_TENANT, seed_demo
 from frontdesk.errors import ConfigError
 from frontdesk.evals.checks import Observation, check
@@ -158,10 +159,14 @@ class _Play:
         runtime.runner.start()
         return runtime
 
-    async def import_business(self, runtime: Runtime, business: str) -> None:
+    async def import_business(self, runtime: Runtime, business: str | dict[str, Any]) -> None:
         """The scenario's business file, imported the way ``frontdesk catalog import`` does it."""
         base = self.scenario.path.parent if self.scenario.path is not None else Path(".")
-        loaded = read_business_file(base / business, list(self.scenario.languages))
+        languages = list(self.scenario.languages)
+        if isinstance(business, dict):
+            loaded = business_from_mapping(business, base, languages)
+        else:
+            loaded = read_business_file(base / business, languages)
         importer = Importer(runtime.db, runtime.clock, runtime.channel_deps.media)
         await importer.apply(DEMO_TENANT, loaded, Actor(via="import"))
         if loaded.profile is not None:

@@ -142,9 +142,10 @@ class Scenario(_Strict):
     description: str = ""
     tags: list[str] = Field(default_factory=list)
     pack: str = "catalog"
-    # The business the scenario talks to: a business file (relative to the scenario file) imported
-    # into a fresh tenant speaking ``languages``; unset: the demo print shop.
-    business: str | None = None
+    # The business the scenario talks to: a business file (relative to the scenario file), or its
+    # content inline (a scenario saved from the console), imported into a fresh tenant speaking
+    # ``languages``; unset: the demo print shop.
+    business: str | dict[str, Any] | None = None
     languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
     channel: Literal["webchat", "terminal"] = "webchat"
     model: ModelChoice

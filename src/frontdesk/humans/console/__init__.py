@@ -29,6 +29,7 @@ from frontdesk.humans.console import (
     pages_inbox,
     pages_notify,
     pages_reports,
+    pages_scenarios,
     pages_threads,
 )
 from frontdesk.humans.console._deps import ConsoleConfig, ConsoleDeps, PolicySource
@@ -57,6 +58,7 @@ def console_router(deps: ConsoleDeps) -> APIRouter:
     pages_auth.add_routes(router, deps)
     pages_inbox.add_routes(router, deps)
     pages_threads.add_routes(router, deps)
+    pages_scenarios.add_routes(router, deps)
     pages_admin.add_routes(router, deps)
     pages_reports.add_routes(router, deps)
     pages_credentials.add_routes(router, deps)

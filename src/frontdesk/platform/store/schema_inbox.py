@@ -13,6 +13,7 @@ thread's newest customer message, and the words its search finds threads by. Kep
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -67,3 +68,22 @@ class ThreadRead(Base):
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"), primary_key=True)
     message_id: Mapped[int] = mapped_column(AutoId)
     read_at: Mapped[datetime]
+
+
+class SavedScenario(Base):
+    """A bad reply an operator turned into a scenario file ("save as scenario", ``evals/recording.py``):
+    the file, masked, stays here until the tenant's owner downloads it. ``saved_by`` is the
+    operator's name then (an operator can be deleted; what they saved stays)."""
+
+    __tablename__ = "saved_scenarios"
+    __table_args__ = (Index("ix_saved_scenarios_tenant", "tenant_id", "id"),)
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"))
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    turn_id: Mapped[int] = mapped_column(AutoId)
+    note: Mapped[str] = mapped_column(Text)
+    sent: Mapped[str] = mapped_column(Text)  # what the customer read (masked)
+    checks: Mapped[dict[str, Any]] = mapped_column(default=dict)  # must_say / must_not_say
+    content: Mapped[str] = mapped_column(Text)
+    saved_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime]
