@@ -108,7 +108,7 @@ async def test_a_saved_scenario_passes_with_the_correction_and_fails_on_the_repl
     assert PHONE not in row.content
 
 
-async def test_a_correction_that_changes_nothing_is_refused_and_nothing_is_kept(db):
+async def test_a_correction_that_changes_nothing_or_that_could_never_pass_is_refused_and_nothing_is_kept(db):
     console = await build_console(db, BAD_SCRIPT)
     conversation_id = await _conversation(console)
     async with client(console) as http:
@@ -118,12 +118,20 @@ async def test_a_correction_that_changes_nothing_is_refused_and_nothing_is_kept(
         token = await csrf_of(http, action)
         same = await http.post(action, data={"csrf": token, "note": "bad", "reply": "Hello! How can I help?"})
         blank = await http.post(action, data={"csrf": token, "note": "  ", "reply": "Hi there!"})
+        price_turn = SAVE.findall(page)[-1][0]
+        # A price the catalog does not have: the gate would refuse it, so the file could never pass.
+        unproven = await http.post(
+            price_turn, data={"csrf": token, "note": "cheaper", "reply": "Business cards: $5 / 250 cards."}
+        )
     # Refused, and shown again with what the operator wrote and why.
     assert same.status_code == 422
     assert "change what was wrong" in same.text
     assert ">bad</textarea>" in same.text
     assert blank.status_code == 422
     assert "Hi there!</textarea>" in blank.text
+    assert unproven.status_code == 422
+    assert "with this reply the conversation does not play as it should" in unproven.text
+    assert "$5 / 250 cards" in unproven.text
     async with db.read() as session:
         assert await session.scalar(select(SavedScenario).where(SavedScenario.tenant_id == "demo")) is None
 

@@ -36,6 +36,19 @@ def test_a_phone_written_two_ways_gets_one_stand_in_and_the_business_number_stay
     assert masker.value({"args": ["0903-123-456"], "n": 3}) == {"args": ["+1 202 555 0100"], "n": 3}
 
 
+@pytest.mark.parametrize("written", ["+84 903.123.456", "(+84) 903.123.456", "0903 - 123 - 456", "0903/123/456"])
+def test_a_known_number_is_masked_however_it_is_written(written):
+    # Written like an amount or a date, it is not read as a phone number; it is still the customer's.
+    assert Masker(["my number: +84903123456"]).text(f"at {written}.") == "at +1 202 555 0100."
+
+
+def test_quantities_dates_and_references_are_not_masked():
+    masker = Masker(["I need 1000000 stickers by 2026-12-07 10:30, order ORD-2026-0042, 0903 123 456"])
+    assert masker.text("1000000 stickers, 1.000.000 VND, 2026-12-07 10:30, ORD-2026-0042") == (
+        "1000000 stickers, 1.000.000 VND, 2026-12-07 10:30, ORD-2026-0042"
+    )
+
+
 def test_two_customers_numbers_get_different_stand_ins():
     masker = Masker(["0903 123 456", "and my wife's: 0912 987 654"])
     assert masker.text("0912 987 654 / 0903 123 456") == "+1 202 555 0101 / +1 202 555 0100"
@@ -53,6 +66,14 @@ def test_two_customers_numbers_get_different_stand_ins():
             "Cards: $45. Shall I save a request for cards?",
             ["If you are on a budget, skip cards and order stickers"],
             ["Shall I save a request for cards"],
+        ),
+        # A paragraph is a block of the reply: no check spans two (the eval reads them a line apart).
+        ("Hello!\n\nWe deliver today.\n\nFree shipping too.", "Hello!", ["We deliver today", "Free shipping too"], []),
+        (
+            "The price is 100k.",
+            "The price is 120k.\n\nDelivery takes 2 days.",
+            ["100k"],
+            ["120k", "Delivery takes 2 days"],
         ),
         # A short word alone would match anywhere: it keeps its neighbours.
         ("Sorry, we do not deliver.", "Sorry, we do deliver.", ["do not deliver"], []),
@@ -142,6 +163,58 @@ def test_the_file_replays_every_turn_and_checks_the_flagged_one():
     assert "# Photos are not in this file" in saved.content
     assert "#     -> $25" in saved.content  # what the tool returned in production, for the reader
     assert saved.note == "Don't promise texts: +1 202 555 0100 asked for a call."
+
+
+def test_a_comment_cannot_spill_into_the_file_and_the_replayed_reply_is_the_one_sent():
+    turns = [
+        _turn(
+            4,
+            ["save me: 0903 123 456"],
+            calls=[
+                {
+                    "name": "capture_lead",
+                    "args": "{}",
+                    "ok": False,
+                    "error": "invalid:\n  phone='0903 123 456'\u2028name: x",
+                }
+            ],
+            blocks=[{"type": "text", "text": "Saved!"}, {"type": "text", "text": "We never call back."}],
+        )
+    ]
+    saved = build(
+        turns, TENANCY, Correction("call back", "Saved!\n\nWe will call you."), Masker(["0903 123 456"]), PROVENANCE
+    )
+    data = yaml.safe_load(saved.content)
+    assert set(data) == {
+        "name",
+        "description",
+        "tags",
+        "at",
+        "pack",
+        "channel",
+        "languages",
+        "policy",
+        "turns",
+        "model",
+        "business",
+    }
+    assert "0903" not in saved.content
+    assert data["turns"][0]["expect"] == {
+        "reply_contains": ["will call you"],
+        "reply_not_contains": ["never call back"],
+    }
+    replayed = yaml.safe_load(saved.replayed)["model"]["script"]["rules"][0]["responses"][-1]
+    assert replayed["reply"]["blocks"] == [
+        {"type": "text", "text": "Saved!"},
+        {"type": "text", "text": "We never call back."},
+    ]
+
+
+def test_turns_before_a_hand_off_are_not_replayed():
+    handoff = {"name": "refer_to_human", "args": "{}", "ok": True}
+    turns = [_turn(1, ["hi"]), _turn(2, ["a person please"], calls=[handoff]), _turn(3, ["so?"]), _turn(4, ["price?"])]
+    saved = build(turns, TENANCY, Correction("n", "something else"), Masker([]), PROVENANCE)
+    assert [t["say"] for t in yaml.safe_load(saved.content)["turns"]] == [["so?"], ["price?"]]
 
 
 def test_a_correction_that_changes_nothing_is_refused():

@@ -15,12 +15,16 @@ gives them is still proven by the business's data in the same file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
-from frontdesk.verification.contacts import ContactValue, contact_values, known
+from frontdesk.verification.contacts import MIN_PHONE_DIGITS, ContactValue, contact_values, known
 
 STAND_IN_PHONES = 100  # 555-0100 .. 555-0199
+_ROUND = re.compile(r"[1-9]\d*000")
+# Digits with the separators people put in phone numbers, whatever the reading of them.
+_DIGIT_RUN = re.compile(r"(?<![\w(])\(?\+?\(?\d(?:[\s().\-/]{0,3}\d){6,}(?![\w])")
 
 
 class Masker:
@@ -39,6 +43,8 @@ class Masker:
     def _learn(self, value: ContactValue) -> None:
         if value.kind == "e-mail":
             self._emails.setdefault(value.key, f"customer{len(self._emails) + 1}@example.com")
+        elif _ROUND.fullmatch(value.written):
+            return  # "1000000 stickers": how many, not whom to call
         elif self._phone_stand_in(value) is None:
             number = len(self._phones) % STAND_IN_PHONES
             self._phones.append((value.key, f"+1 202 555 01{number:02d}"))
@@ -54,7 +60,18 @@ class Masker:
             stand_in = self._emails.get(value.key) if value.kind == "e-mail" else self._phone_stand_in(value)
             if stand_in is not None:
                 text = text.replace(value.written, stand_in)
-        return text
+        if not self._phones:
+            return text
+        # A known number written in a way the reading of contact details takes for something else
+        # ("+84 903.123.456" reads as an amount, "0903/123/456" as a date): still the customer's.
+        return _DIGIT_RUN.sub(self._known_run, text)
+
+    def _known_run(self, match: re.Match[str]) -> str:
+        digits = re.sub(r"\D", "", match.group(0))
+        if len(digits) < MIN_PHONE_DIGITS:
+            return match.group(0)
+        stand_in = self._phone_stand_in(ContactValue("phone", match.group(0), digits))
+        return stand_in if stand_in is not None and not match.group(0).startswith("+1 202 555 01") else match.group(0)
 
     def value(self, value: Any) -> Any:
         """``value`` with every string in it masked (mapping keys are left alone)."""

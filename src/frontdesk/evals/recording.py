@@ -22,6 +22,7 @@ the replayed replies, and the file says so.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 import textwrap
@@ -33,10 +34,12 @@ from typing import Any
 import yaml
 
 from frontdesk.evals.masking import Masker
+from frontdesk.output.blocks import MAX_BLOCKS, MAX_TEXT_CHARS
 
 MAX_CHECKS = 5  # fragments of each kind: the differences that matter, not a diff of a rewrite
 MAX_FRAGMENT_CHARS = 120
 JOINED_GAP_WORDS = 2
+HANDOFF_TOOLS = frozenset({"refer_to_human"})
 RESULT_PREVIEW_CHARS = 300
 _EDGE_PUNCTUATION = " \t\n.,!?;:\"'()[]¡¿…"
 
@@ -89,6 +92,7 @@ class Saved:
     sent: str  # what the customer read on the flagged turn
     must_not_say: list[str] = field(default_factory=list)
     must_say: list[str] = field(default_factory=list)
+    replayed: str = ""  # the same file with the reply that was sent: it must fail
 
 
 class NothingToCheck(ValueError):
@@ -106,7 +110,7 @@ def differences(sent: str, corrected: str) -> tuple[list[str], list[str]]:
     by word (case and edge punctuation aside). Each is a verbatim piece of its text, so a check
     on it can only fail for the reason it was written."""
     old, new = _words(sent), _words(corrected)
-    matcher = difflib.SequenceMatcher(None, [w for w, _ in old], [w for w, _ in new], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [w[0] for w in old], [w[0] for w in new], autojunk=False)
     # Changes a word or two apart are one change: a rewritten sentence that happens to keep an
     # "a" is one fragment, not two.
     spans: list[list[int]] = []
@@ -117,29 +121,42 @@ def differences(sent: str, corrected: str) -> tuple[list[str], list[str]]:
             spans[-1][1], spans[-1][3] = i2, j2
         else:
             spans.append([i1, i2, j1, j2])
-    removed = [_fragment(sent, old, i1, i2) for i1, i2, _, _ in spans if i2 > i1]
-    added = [_fragment(corrected, new, j1, j2) for _, _, j1, j2 in spans if j2 > j1]
+    removed = [f for i1, i2, _, _ in spans if i2 > i1 for f in _fragments(sent, old, i1, i2)]
+    added = [f for _, _, j1, j2 in spans if j2 > j1 for f in _fragments(corrected, new, j1, j2)]
     return _kept(removed, corrected), _kept(added, sent)
 
 
-def _words(text: str) -> list[tuple[str, tuple[int, int]]]:
+Word = tuple[str, tuple[int, int], int]  # folded word, its span in the text, its paragraph
+
+
+def _words(text: str) -> list[Word]:
     found = []
-    for match in re.finditer(r"\S+", text):
-        word = match.group(0).strip(_EDGE_PUNCTUATION).lower()
-        if word:
-            found.append((word, match.span()))
+    for paragraph, match in enumerate(re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", text, re.S)):
+        for word in re.finditer(r"\S+", match.group(0)):
+            folded = word.group(0).strip(_EDGE_PUNCTUATION).lower()
+            if folded:
+                start = match.start() + word.start()
+                found.append((folded, (start, start + len(word.group(0))), paragraph))
     return found
 
 
-def _fragment(text: str, words: list[tuple[str, tuple[int, int]]], start: int, end: int) -> str:
-    """Words ``start:end`` of ``text``, verbatim. A short word alone ("not", "no") would match
-    inside any reply: it keeps a word of context on each side ("do not deliver")."""
+def _fragments(text: str, words: list[Word], start: int, end: int) -> list[str]:
+    """Words ``start:end`` of ``text``, verbatim, one fragment per paragraph: a paragraph is a
+    block of the reply, and the eval reads blocks one line apart, so a fragment that crossed
+    a blank line could never be found. A short word alone ("not", "no") would match inside any
+    reply: it keeps a word of context on each side ("do not deliver")."""
     if end - start == 1 and words[start][0].isalpha() and len(words[start][0]) < 4:
-        start, end = max(0, start - 1), min(len(words), end + 1)
-    piece = text[words[start][1][0] : words[end - 1][1][1]].strip(_EDGE_PUNCTUATION)
-    if len(piece) > MAX_FRAGMENT_CHARS:
-        piece = piece[:MAX_FRAGMENT_CHARS].rsplit(" ", 1)[0].strip(_EDGE_PUNCTUATION)
-    return piece
+        paragraph = words[start][2]
+        start = start - 1 if start > 0 and words[start - 1][2] == paragraph else start
+        end = end + 1 if end < len(words) and words[end][2] == paragraph else end
+    pieces = []
+    for _, group in itertools.groupby(words[start:end], key=lambda w: w[2]):
+        run = list(group)
+        piece = text[run[0][1][0] : run[-1][1][1]].strip(_EDGE_PUNCTUATION)
+        if len(piece) > MAX_FRAGMENT_CHARS:
+            piece = piece[:MAX_FRAGMENT_CHARS].rsplit(" ", 1)[0].strip(_EDGE_PUNCTUATION)
+        pieces.append(piece)
+    return pieces
 
 
 def _kept(fragments: list[str], other: str) -> list[str]:
@@ -158,15 +175,20 @@ def build(
 ) -> Saved:
     """The scenario file for the last of ``turns`` (the flagged one), after the ones before it.
     Raises ``NothingToCheck`` when the correction does not change what the reply says."""
+    turns = _since_last_handoff(turns)
     flagged = turns[-1]
     sent = masker.text(reply_text(flagged.blocks, images=False))  # as the form showed it
     corrected = masker.text(correction.reply.replace("\r\n", "\n").strip())
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", corrected) if p.strip()]
+    if len(paragraphs) > MAX_BLOCKS or any(len(p) > MAX_TEXT_CHARS for p in paragraphs):
+        raise NothingToCheck(
+            f"a reply is at most {MAX_BLOCKS} paragraphs of {MAX_TEXT_CHARS:,} characters: shorten the reply"
+        )
     must_not_say, must_say = differences(sent, corrected)
     if not must_not_say and not must_say:
         raise NothingToCheck("the reply it should have sent says what was sent: change what was wrong")
-    photos_left_out = any(b.get("type") != "text" for t in turns for b in t.blocks)
-    rules = [_rule(flagged, masker, _correction_reply(corrected, flagged.claims))]
-    rules += [_rule(turn, masker, None) for turn in reversed(turns[:-1])]
+    blocks = [{"type": "text", "text": p} for p in paragraphs]
+    sent_blocks = [masker.value(b) for b in flagged.blocks if b.get("type") == "text"]
     expect: dict[str, Any] = {}
     if must_say:
         expect["reply_contains"] = must_say
@@ -183,14 +205,31 @@ def build(
         "languages": list(tenancy.languages),
         "policy": tenancy.policy,
         "turns": [{"say": [masker.text(s) for s in turn.said]} for turn in turns],
-        "model": {"script": {"name": f"saved-{flagged.trace_id}", "rules": rules}},
+        "model": {"script": {"name": f"saved-{flagged.trace_id}", "rules": []}},
     }
     scenario["turns"][-1]["expect"] = expect
     if tenancy.business is not None:
         scenario["business"] = tenancy.business
+    photos_left_out = any(b.get("type") != "text" for t in turns for b in t.blocks)
     header = _header(flagged, tenancy, note, masker, provenance, sent, photos_left_out)
-    body = yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=100)
-    return Saved(header + body, note, sent, must_not_say, must_say)
+
+    def written(final_blocks: list[dict[str, Any]]) -> str:
+        # The flagged turn's rule first: it wins even if an earlier turn said the same words.
+        rules = [_rule(flagged, masker, _reply(final_blocks, flagged.claims))]
+        rules += [_rule(turn, masker, None) for turn in reversed(turns[:-1])]
+        scenario["model"]["script"]["rules"] = rules
+        return header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=100)
+
+    return Saved(written(blocks), note, sent, must_not_say, must_say, replayed=written(sent_blocks or blocks))
+
+
+def _since_last_handoff(turns: Sequence[RecordedTurn]) -> Sequence[RecordedTurn]:
+    """The turns after the last earlier hand-off: a hand-off turns the AI off for the thread, and
+    turning it back on is an operator's act the file cannot replay."""
+    for at in range(len(turns) - 2, -1, -1):
+        if any(c.get("ok") and c.get("name") in HANDOFF_TOOLS for c in turns[at].calls):
+            return turns[at + 1 :]
+    return turns
 
 
 def _rule(turn: RecordedTurn, masker: Masker, final: dict[str, Any] | None) -> dict[str, Any]:
@@ -223,14 +262,11 @@ def _call(call: dict[str, Any], masker: Masker) -> dict[str, Any]:
     return {"tool": str(call.get("name")), "args": masker.value(args) if isinstance(args, dict) else {}}
 
 
-def _correction_reply(text: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
-    return _reply([{"type": "text", "text": p} for p in paragraphs[:8]] or [{"type": "text", "text": text}], claims)
-
-
 def _reply(blocks: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, Any]:
     kept = [
-        {k: v for k, v in c.items() if v is not None}
+        # A saved request's id is the production store's; the eval's has another one, and the
+        # claim proves the request was saved without it.
+        {k: v for k, v in c.items() if v is not None and not (c.get("type") == "lead_captured" and k == "follow_up_id")}
         for c in claims
         if isinstance(c, dict) and c.get("type") != "images_shown"  # no photos in the file
     ]
@@ -260,10 +296,10 @@ def _header(
         "What the turn's tools returned in production (the eval runs them again on the business below):",
     ]
     for call in flagged.calls:
-        state = "" if call.get("ok") else f"  [{call.get('error', 'failed')}]"
+        state = "" if call.get("ok") else f"  [{masker.text(str(call.get('error', 'failed')))}]"
         lines.append(f"  {call.get('name')} {masker.text(str(call.get('args') or ''))}{state}")
         if call.get("result"):
-            returned = masker.text(str(call["result"])[:RESULT_PREVIEW_CHARS])
+            returned = masker.text(str(call["result"]))[:RESULT_PREVIEW_CHARS]
             lines.extend(_quoted("\n".join(textwrap.wrap(returned, 92)), "    -> "))
     if not flagged.calls:
         lines.append("  (no tool was called)")
@@ -273,7 +309,9 @@ def _header(
         lines += ["", "Photos are not in this file: image blocks were left out of the replayed replies."]
     if masker.masked:
         lines += ["", "The customer's phone numbers and e-mail addresses are replaced by stand-ins."]
-    return "".join(f"# {line}".rstrip() + "\n" for line in lines) + "\n"
+    # One comment line per line, whatever the texts hold: a line break of any kind inside one
+    # (an error's, a reply's) would end the comment and put the rest into the YAML.
+    return "".join(f"# {' '.join(line.splitlines())}".rstrip() + "\n" for line in lines) + "\n"
 
 
 def _quoted(text: str, prefix: str = "  > ") -> list[str]:

@@ -5,7 +5,10 @@ in the tenant's store until the owner downloads it."""
 
 from __future__ import annotations
 
+import asyncio
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -25,6 +28,8 @@ from frontdesk.evals.recording import (
     Tenancy,
     build,
 )
+from frontdesk.evals.runner import run_scenario
+from frontdesk.evals.scenario import load_scenario
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._render import audit
 from frontdesk.humans.console.auth import Principal
@@ -35,25 +40,59 @@ from frontdesk.platform.store.schema_inbox import SavedScenario
 
 MAX_TURNS = 12  # the flagged turn and up to eleven before it: the context that led to it
 MAX_LISTED = 200
+MAX_MESSAGES_READ = 2000  # of a thread's customer messages, for the details to mask
+MAX_REASON_CHARS = 600
 
 
 async def save_scenario(
     deps: ConsoleDeps, me: Principal, conversation_id: str, turn_id: int, correction: Correction
 ) -> SavedScenario:
-    """The flagged turn (an AI turn of this tenant's thread, else 404) as a scenario file, kept.
-    ``PayloadError`` (422) when the correction changes nothing the file could check."""
+    """The flagged turn (an AI turn of this tenant's thread, else 404) as a scenario file, kept
+    once it is proven to do its job: played, it passes with the correction and fails with the
+    reply that was sent. ``PayloadError`` (422, with the reason) when the correction changes
+    nothing the file could check, or when the file would not do its job."""
     async with deps.db.read() as session:
         thread = await get_thread(session, me, conversation_id)
         turns = await _recorded_turns(session, conversation_id, turn_id)
         tenancy = await _tenancy(session, deps, thread)
-    masker = Masker(
-        [*(text for turn in turns for text in turn.said), thread.contact.phone or "", thread.contact.email or ""]
-    )
+        # Every detail the customer ever gave in the thread, not only in the turns replayed: an
+        # earlier number can come back in a reply or a tool's arguments.
+        given = list(
+            await session.scalars(
+                select(Message.content)
+                .where(Message.conversation_id == conversation_id, Message.role == "user")
+                .order_by(Message.id.desc())
+                .limit(MAX_MESSAGES_READ)
+            )
+        )
+    masker = Masker([*given, thread.contact.phone or "", thread.contact.email or ""])
     try:
         saved = build(turns, tenancy, correction, masker, Provenance(me.name, deps.clock.now(), conversation_id))
     except NothingToCheck as exc:
         raise PayloadError(str(exc), details=[f"reply: {exc}"]) from exc
+    problem = await asyncio.to_thread(asyncio.run, _tried(saved))
+    if problem:
+        raise PayloadError(problem, details=[f"reply: {problem}"])
     return await _keep(deps, me, conversation_id, turn_id, saved)
+
+
+async def _tried(saved: Saved) -> str:
+    """Why the file would not do its job, or "": it must pass with the correction and fail with
+    the reply that was sent. Played as ``frontdesk eval`` plays it (a fresh database of its own),
+    in a thread of its own, so the console keeps answering meanwhile."""
+    with tempfile.TemporaryDirectory(prefix="frontdesk-saved-") as folder:
+        results = []
+        for name, content in (("corrected", saved.content), ("replayed", saved.replayed)):
+            path = Path(folder) / f"{name}.yaml"
+            path.write_text(content, encoding="utf-8")
+            results.append(await run_scenario(load_scenario(path)))
+    corrected, replayed = results
+    if not corrected.passed:
+        why = corrected.error or "; ".join(corrected.failures)
+        return f"with this reply the conversation does not play as it should: {why[:MAX_REASON_CHARS]}"
+    if replayed.passed:
+        return "the file would not catch the reply that was sent: change what was wrong in it"
+    return ""
 
 
 async def flagged_turn(deps: ConsoleDeps, me: Principal, conversation_id: str, turn_id: int) -> RecordedTurn:
@@ -115,7 +154,9 @@ async def _recorded_turns(
 
 
 def _turn(trace: TurnTrace, messages: Sequence[Message], refused: Sequence[ClaimRejection]) -> RecordedTurn:
-    said = [m.content for m in messages if m.role == "user" and m.content_type == "text" and m.content.strip()]
+    # What the model read of each message: a voice note's transcript and a photo's caption go as
+    # text (the eval sends text); a photo without one has nothing to replay.
+    said = [m.content for m in messages if m.role == "user" and (m.content or "").strip()]
     replies = [m for m in messages if m.role == "assistant" and m.content_type == "blocks"]
     blocks: list[dict[str, Any]] = []
     for reply in replies[:1]:  # the reply this turn sent (an operator's later message has no turn)
