@@ -98,7 +98,12 @@ def _view(view: str, me: Principal) -> ColumnElement[bool] | None:
 
 
 async def list_threads(deps: ConsoleDeps, me: Principal, wanted: InboxFilter) -> list[InboxRow]:
+    words = query_words(wanted.q)
+    if wanted.q.strip() and not words:
+        return []  # only punctuation: nothing can match, and an empty match would match everything
     handed_over = _handed_over(me.tenant_id)
+    newest_first = (Conversation.updated_at.desc(), Conversation.id)
+    # The rows shown: the page's threads (``_page``), then what the list says of each.
     query = _with_read_state(
         select(
             Conversation,
@@ -114,27 +119,9 @@ async def list_threads(deps: ConsoleDeps, me: Principal, wanted: InboxFilter) ->
         .outerjoin(Operator, Operator.id == Conversation.assignee_id),
         me.operator_id,
     )
-    query = query.where(Conversation.tenant_id == me.tenant_id).order_by(
-        Conversation.updated_at.desc(), Conversation.id
-    )
-    condition = _view(wanted.view, me)
-    if condition is not None:
-        query = query.where(condition)
-    if wanted.channel:
-        query = query.where(ChannelAccount.channel == wanted.channel)
-    if wanted.ai in ("on", "off"):
-        query = query.where(Conversation.ai_enabled.is_(wanted.ai == "on"))
-    words = query_words(wanted.q)
-    if wanted.q.strip() and not words:
-        return []  # only punctuation: nothing can match, and an empty match would match everything
-    if words:
-        # Materialized: matched once through the full-text index. Inlined, PostgreSQL's planner
-        # walked the tenant's threads newest first and computed each row's words (0.4 s, not
-        # 0.04 s, at 10,000 threads).
-        found = matching_threads(deps.db.dialect, me.tenant_id, words).cte("found").prefix_with("MATERIALIZED")
-        query = query.where(Conversation.id.in_(select(found.c.conversation_id)))
+    query = query.where(Conversation.id.in_(_page(deps, me, wanted, words).order_by(*newest_first).limit(LIST_LIMIT)))
     async with deps.db.read() as session:
-        rows = (await session.execute(query.limit(LIST_LIMIT))).all()
+        rows = (await session.execute(query.order_by(*newest_first))).all()
         shown = await _last_texts(session, [r[0].id for r in rows])
         if words and rows:  # a found thread shows the message that matched, not merely its last
             shown |= await _matched_texts(session, deps.db.dialect, me.tenant_id, words, list(shown))
@@ -142,6 +129,32 @@ async def list_threads(deps: ConsoleDeps, me: Principal, wanted: InboxFilter) ->
         InboxRow(c, ct, a, shown.get(c.id, "")[:SNIPPET_CHARS], bool(attention), bool(handed), bool(unread), assignee)
         for c, ct, a, attention, handed, unread, assignee in rows
     ]
+
+
+def _page(deps: ConsoleDeps, me: Principal, wanted: InboxFilter, words: list[str]) -> Any:
+    """The ids of the threads the filter keeps, joined only to what it needs. The list's columns
+    (the contact, the flags, the assignee) are then read for one page of them, not for every
+    thread a search found: a broad search ("business cards", thousands of threads) computed
+    them for all of them first (180 ms of 270 at 10,000 threads on PostgreSQL)."""
+    page = select(Conversation.id).where(Conversation.tenant_id == me.tenant_id)
+    if wanted.view == "unread":
+        page = _with_read_state(page, me.operator_id)
+    condition = _view(wanted.view, me)
+    if condition is not None:
+        page = page.where(condition)
+    if wanted.channel:
+        page = page.join(ChannelAccount, ChannelAccount.id == Conversation.channel_account_id).where(
+            ChannelAccount.channel == wanted.channel
+        )
+    if wanted.ai in ("on", "off"):
+        page = page.where(Conversation.ai_enabled.is_(wanted.ai == "on"))
+    if words:
+        # Materialized: matched once through the full-text index. Inlined, PostgreSQL's planner
+        # walked the tenant's threads newest first and computed each row's words (0.4 s, not
+        # 0.04 s, at 10,000 threads).
+        found = matching_threads(deps.db.dialect, me.tenant_id, words).cte("found").prefix_with("MATERIALIZED")
+        page = page.where(Conversation.id.in_(select(found.c.conversation_id)))
+    return page
 
 
 async def _last_texts(session: AsyncSession, threads: list[str]) -> dict[str, str]:
