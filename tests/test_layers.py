@@ -54,7 +54,8 @@ ALLOWED: dict[str, set[str]] = {
     "verification": {"capabilities", "context", "platform"},
     # output: the reply contract (output/blocks.py is the ``reply`` tool's schema)
     "reasoning": {"capabilities", "context", "errors", "output", "platform", "verification"},
-    "humans": {"business", "context", "errors", "output", "platform", "settings"},
+    # verification: a saved scenario masks the contact details the gate reads, read the same way
+    "humans": {"business", "context", "errors", "output", "platform", "settings", "verification"},
     "ingestion": {"errors", "http_errors", "output", "platform"},
     # the turn: ingestion's lease, batch and quiet window; reasoning's value; one commit; delivery
     "turns": {"context", "errors", "humans", "ingestion", "output", "platform", "reasoning"},
@@ -69,7 +70,8 @@ ALLOWED: dict[str, set[str]] = {
         "capabilities", "context", "frontdesk", "humans", "ingestion", "output", "packs", "platform",
         "reasoning", "settings", "turns", "workflows",
     },
-    "app": {"business", "errors", "frontdesk", "http_errors", "humans", "ingestion", "platform", "runtime"},
+    # evals: the console plays a saved scenario file before it keeps it (evals/trial.py)
+    "app": {"business", "errors", "evals", "frontdesk", "http_errors", "humans", "ingestion", "platform", "runtime"},
     # one of serve's worker processes: a runtime without HTTP
     "worker_process": {"platform", "runtime", "settings"},
     "evals": {

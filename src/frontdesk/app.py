@@ -35,6 +35,7 @@ from frontdesk.errors import (
     PayloadError,
     TooLargeError,
 )
+from frontdesk.evals.trial import trial
 from frontdesk.http_errors import error_body
 from frontdesk.humans.console import ConsoleConfig, ConsoleDeps, console_router
 from frontdesk.ingestion.channels import CHANNELS
@@ -121,6 +122,7 @@ def create_app(
                 settings=runtime.settings,
                 media=runtime.channel_deps.media,
                 compact_prompt=runtime.compact_prompt,
+                scenario_trial=trial,
             )
         )
     )

@@ -85,3 +85,7 @@ class ConsoleDeps:
     # The chat model reads the compact prompt (``Runtime.compact_prompt``): the prefix hash shown
     # is the one the agent will record.
     compact_prompt: bool = False
+    # Plays a scenario file saved from a thread before it is kept (``evals/trial.py``, wired by the
+    # app): the file as written and the file with the reply that was sent -> why it would not do
+    # its job, or "". Unset: files are kept unplayed.
+    scenario_trial: Callable[[str, str], Awaitable[str]] | None = None

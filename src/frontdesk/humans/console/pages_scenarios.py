@@ -10,13 +10,13 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from frontdesk.errors import ForbiddenError, PayloadError
-from frontdesk.evals.recording import Correction, RecordedTurn, reply_text
 from frontdesk.humans.console._deps import ConsoleDeps
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
 from frontdesk.humans.console.auth import Principal
 from frontdesk.humans.console.csrf import read_form
 from frontdesk.humans.console.pages_threads import ConversationPath
+from frontdesk.humans.console.scenario_file import Correction, RecordedTurn, reply_text
 from frontdesk.humans.console.scenarios import flagged_turn, get_scenario, list_scenarios, save_scenario
 from frontdesk.output.blocks import MAX_TEXT_CHARS
 

@@ -1,14 +1,11 @@
 """Saving an AI turn as a scenario file ("save as scenario" on the thread page) and the tenant's
-saved scenarios. What goes into the file is ``evals/recording.py``'s; this module reads the
+saved scenarios. What goes into the file is ``humans/console/scenario_file.py``'s; this module reads the
 conversation and the business from the store, masks the customer's details, and keeps the file
 in the tenant's store until the owner downloads it."""
 
 from __future__ import annotations
 
-import asyncio
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -18,8 +15,11 @@ from frontdesk.business.files import document
 from frontdesk.business.store import BusinessStore
 from frontdesk.context.identity import IdentityPolicy
 from frontdesk.errors import NotFoundError, PayloadError
-from frontdesk.evals.masking import Masker
-from frontdesk.evals.recording import (
+from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console._render import audit
+from frontdesk.humans.console.auth import Principal
+from frontdesk.humans.console.masking import Masker
+from frontdesk.humans.console.scenario_file import (
     Correction,
     NothingToCheck,
     Provenance,
@@ -28,11 +28,6 @@ from frontdesk.evals.recording import (
     Tenancy,
     build,
 )
-from frontdesk.evals.runner import run_scenario
-from frontdesk.evals.scenario import load_scenario
-from frontdesk.humans.console._deps import ConsoleDeps
-from frontdesk.humans.console._render import audit
-from frontdesk.humans.console.auth import Principal
 from frontdesk.humans.console.threads import ThreadRow, get_thread
 from frontdesk.output.blocks import blocks_adapter
 from frontdesk.platform.store.schema import ClaimRejection, Message, Tenant, TurnTrace
@@ -41,7 +36,6 @@ from frontdesk.platform.store.schema_inbox import SavedScenario
 MAX_TURNS = 12  # the flagged turn and up to eleven before it: the context that led to it
 MAX_LISTED = 200
 MAX_MESSAGES_READ = 2000  # of a thread's customer messages, for the details to mask
-MAX_REASON_CHARS = 600
 
 
 async def save_scenario(
@@ -70,29 +64,11 @@ async def save_scenario(
         saved = build(turns, tenancy, correction, masker, Provenance(me.name, deps.clock.now(), conversation_id))
     except NothingToCheck as exc:
         raise PayloadError(str(exc), details=[f"reply: {exc}"]) from exc
-    problem = await asyncio.to_thread(asyncio.run, _tried(saved))
+    # Played before it is kept: green with the correction, red with the reply that was sent.
+    problem = await deps.scenario_trial(saved.content, saved.replayed) if deps.scenario_trial else ""
     if problem:
         raise PayloadError(problem, details=[f"reply: {problem}"])
     return await _keep(deps, me, conversation_id, turn_id, saved)
-
-
-async def _tried(saved: Saved) -> str:
-    """Why the file would not do its job, or "": it must pass with the correction and fail with
-    the reply that was sent. Played as ``frontdesk eval`` plays it (a fresh database of its own),
-    in a thread of its own, so the console keeps answering meanwhile."""
-    with tempfile.TemporaryDirectory(prefix="frontdesk-saved-") as folder:
-        results = []
-        for name, content in (("corrected", saved.content), ("replayed", saved.replayed)):
-            path = Path(folder) / f"{name}.yaml"
-            path.write_text(content, encoding="utf-8")
-            results.append(await run_scenario(load_scenario(path)))
-    corrected, replayed = results
-    if not corrected.passed:
-        why = corrected.error or "; ".join(corrected.failures)
-        return f"with this reply the conversation does not play as it should: {why[:MAX_REASON_CHARS]}"
-    if replayed.passed:
-        return "the file would not catch the reply that was sent: change what was wrong in it"
-    return ""
 
 
 async def flagged_turn(deps: ConsoleDeps, me: Principal, conversation_id: str, turn_id: int) -> RecordedTurn:

@@ -71,7 +71,7 @@ class ThreadRead(Base):
 
 
 class SavedScenario(Base):
-    """A bad reply an operator turned into a scenario file ("save as scenario", ``evals/recording.py``):
+    """A bad reply an operator turned into a scenario file ("save as scenario", ``humans/console/scenario_file.py``):
     the file, masked, stays here until the tenant's owner downloads it. ``saved_by`` is the
     operator's name then (an operator can be deleted; what they saved stays)."""
 

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from frontdesk.evals.masking import Masker
-from frontdesk.evals.recording import (
+from frontdesk.evals.scenario import Scenario
+from frontdesk.humans.console.masking import Masker
+from frontdesk.humans.console.scenario_file import (
     Correction,
     NothingToCheck,
     Provenance,
@@ -19,7 +20,6 @@ from frontdesk.evals.recording import (
     build,
     differences,
 )
-from frontdesk.evals.scenario import Scenario
 
 AT = datetime(2026, 12, 7, 9, 30, tzinfo=UTC)
 PROVENANCE = Provenance("Owner", AT, "c1")

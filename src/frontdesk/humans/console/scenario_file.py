@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from frontdesk.evals.masking import Masker
+from frontdesk.humans.console.masking import Masker
 from frontdesk.output.blocks import MAX_BLOCKS, MAX_TEXT_CHARS
 
 MAX_CHECKS = 5  # fragments of each kind: the differences that matter, not a diff of a rewrite
