@@ -11,6 +11,7 @@ from pathlib import Path
 
 from frontdesk.evals.runner import run_scenario
 from frontdesk.evals.scenario import load_scenario
+from frontdesk.settings import Settings
 
 MAX_REASON_CHARS = 600
 
@@ -23,12 +24,14 @@ async def trial(corrected: str, replayed: str) -> str:
 
 
 async def _played(corrected: str, replayed: str) -> str:
+    # The console's own settings, without its traces and metrics: a trial is not traffic.
+    quiet = Settings(otel_exporter="none", metrics_enabled=False)
     with tempfile.TemporaryDirectory(prefix="frontdesk-saved-") as folder:
         results = []
         for name, content in (("corrected", corrected), ("replayed", replayed)):
             path = Path(folder) / f"{name}.yaml"
             path.write_text(content, encoding="utf-8")
-            results.append(await run_scenario(load_scenario(path)))
+            results.append(await run_scenario(load_scenario(path), quiet))
     with_correction, with_sent_reply = results
     if not with_correction.passed:
         why = with_correction.error or "; ".join(with_correction.failures)
