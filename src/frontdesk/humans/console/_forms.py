@@ -46,6 +46,15 @@ def form_values(form: FormData) -> Values:
     return values
 
 
+def typed(value: str, problem: str) -> str:
+    """A textarea's text as stored (LF line breaks, no edge blanks); ``ValueError(problem)`` when
+    nothing is left of it or it holds a NUL byte."""
+    value = value.replace("\r\n", "\n").strip()
+    if not value or "\x00" in value:
+        raise ValueError(problem)
+    return value
+
+
 def form_list(form: FormData, name: str) -> list[str]:
     """Every text value posted under ``name`` (checkboxes that share a name)."""
     return [v.strip() for v in form.getlist(name) if isinstance(v, str) and v.strip()]

@@ -21,7 +21,8 @@ from typing import Any
 
 from frontdesk.verification.contacts import MIN_PHONE_DIGITS, ContactValue, contact_values, known
 
-STAND_IN_PHONES = 100  # 555-0100 .. 555-0199
+STAND_IN_PHONE = "+1 202 555 01"  # then two digits: 555-0100 .. 555-0199
+STAND_IN_PHONES = 100
 _ROUND = re.compile(r"[1-9]\d*000")
 # Digits with the separators people put in phone numbers, whatever the reading of them.
 _DIGIT_RUN = re.compile(r"(?<![\w(])\(?\+?\(?\d(?:[\s().\-/]{0,3}\d){6,}(?![\w])")
@@ -47,7 +48,7 @@ class Masker:
             return  # "1000000 stickers": how many, not whom to call
         elif self._phone_stand_in(value) is None:
             number = len(self._phones) % STAND_IN_PHONES
-            self._phones.append((value.key, f"+1 202 555 01{number:02d}"))
+            self._phones.append((value.key, f"{STAND_IN_PHONE}{number:02d}"))
 
     def _phone_stand_in(self, value: ContactValue) -> str | None:
         for digits, stand_in in self._phones:
@@ -71,7 +72,7 @@ class Masker:
         if len(digits) < MIN_PHONE_DIGITS:
             return match.group(0)
         stand_in = self._phone_stand_in(ContactValue("phone", match.group(0), digits))
-        return stand_in if stand_in is not None and not match.group(0).startswith("+1 202 555 01") else match.group(0)
+        return stand_in if stand_in is not None and not match.group(0).startswith(STAND_IN_PHONE) else match.group(0)
 
     def value(self, value: Any) -> Any:
         """``value`` with every string in it masked (mapping keys are left alone)."""

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from frontdesk.errors import ForbiddenError, PayloadError
 from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console._forms import form_values, typed
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
 from frontdesk.humans.console.auth import Principal
@@ -34,10 +35,7 @@ class ScenarioForm(BaseModel):
     @field_validator("note", "reply")
     @classmethod
     def _written(cls, value: str) -> str:
-        value = value.replace("\r\n", "\n").strip()
-        if not value or "\x00" in value:
-            raise ValueError("write it")
-        return value
+        return typed(value, "write it")
 
 
 def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
@@ -50,12 +48,12 @@ def add_routes(router: APIRouter, deps: ConsoleDeps) -> None:
     @router.post("/console/conversations/{conversation_id}/turns/{turn_id}/scenario")
     async def save(request: Request, conversation_id: ConversationPath, turn_id: RowId) -> Response:
         me = await actor(deps, request)
-        turn = await flagged_turn(deps, me, conversation_id, turn_id)
-        values = {k: v for k, v in (await read_form(request)).items() if isinstance(v, str)}
         try:
             form = await parse_form(request, ScenarioForm)
             saved = await save_scenario(deps, me, conversation_id, turn_id, Correction(form.note, form.reply))
         except PayloadError as exc:  # shown again with what they wrote, and why
+            turn = await flagged_turn(deps, me, conversation_id, turn_id)
+            values = form_values(await read_form(request))
             note, reply = values.get("note", ""), values.get("reply", "")
             return _form_page(me, conversation_id, turn, note=note, reply=reply, error=exc.message, status=422)
         raise redirect(f"/console/scenarios#scenario-{saved.id}")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from frontdesk.humans.console._configure import media_of
 from frontdesk.humans.console._deps import ConsoleDeps
+from frontdesk.humans.console._forms import typed
 from frontdesk.humans.console._guard import actor, redirect, viewer
 from frontdesk.humans.console._render import page, parse_form
 from frontdesk.humans.console.auth import current_principal
@@ -47,10 +48,7 @@ class ReplyForm(BaseModel):
     @field_validator("text")
     @classmethod
     def _sendable(cls, value: str) -> str:
-        value = value.replace("\r\n", "\n").strip()
-        if not value or "\x00" in value:
-            raise ValueError("write a message to send")
-        return value
+        return typed(value, "write a message to send")
 
 
 class AssignForm(BaseModel):

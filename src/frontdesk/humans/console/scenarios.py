@@ -133,10 +133,13 @@ def _turn(trace: TurnTrace, messages: Sequence[Message], refused: Sequence[Claim
     # What the model read of each message: a voice note's transcript and a photo's caption go as
     # text (the eval sends text); a photo without one has nothing to replay.
     said = [m.content for m in messages if m.role == "user" and (m.content or "").strip()]
-    replies = [m for m in messages if m.role == "assistant" and m.content_type == "blocks"]
-    blocks: list[dict[str, Any]] = []
-    for reply in replies[:1]:  # the reply this turn sent (an operator's later message has no turn)
-        blocks = [b.model_dump(mode="json", exclude_none=True) for b in blocks_adapter.validate_json(reply.content)]
+    # The reply this turn sent (an operator's later message has no turn).
+    reply = next((m for m in messages if m.role == "assistant" and m.content_type == "blocks"), None)
+    blocks: list[dict[str, Any]] = (
+        [b.model_dump(mode="json", exclude_none=True) for b in blocks_adapter.validate_json(reply.content)]
+        if reply is not None
+        else []
+    )
     return RecordedTurn(
         trace_id=trace.id,
         started_at=trace.started_at,
